@@ -71,7 +71,7 @@ def install_from_pypi_bundle(collections_dir: Path, missing: list[dict], bundle:
                 got = installed_version(collections_dir, collection["name"])
                 if got != str(collection["version"]):
                     sys.exit(f"{bundle} bundles {collection['name']} {got}, requirements.yml pins "
-                             f"{collection['version']}: update pypi_bundle or the pin")
+                             f"{collection['version']}: update requirements/collections-bundle.txt or the pin")
 
 
 def main() -> int:
@@ -90,8 +90,9 @@ def main() -> int:
         return 0
     if args.source == "galaxy":
         return 1
-    install_from_pypi_bundle(collections_dir, missing, spec["pypi_bundle"])
-    print(f"collections: installed {len(missing)} from {spec['pypi_bundle']}")
+    bundle = (ROOT / "requirements" / "collections-bundle.txt").read_text().split("#")[0].strip()
+    install_from_pypi_bundle(collections_dir, missing, bundle)
+    print(f"collections: installed {len(missing)} from {bundle}")
     return 0
 
 

@@ -1,0 +1,207 @@
+#!/usr/bin/python
+"""Ansible module: start the SGLang unit, wait for /health, and prove the answering server runs the candidate."""
+
+from __future__ import annotations
+
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.specgate.readiness import (
+    UnitState,
+    fetch_server_info,
+    identity_mismatches,
+    probe_health,
+    redact,
+    wait_ready,
+)
+from ansible.module_utils.specgate.unit_processes import parse_systemctl_show
+
+DOCUMENTATION = r"""
+---
+module: sglang_service_start
+short_description: Start an SGLang systemd unit, wait until it is healthy and check it runs the expected config
+description:
+  - Starts I(unit) (optionally after C(systemctl daemon-reload)), then polls C(<url>/health) until it
+    answers 200, for at most I(load_timeout) seconds. Refused or reset connections and 503 answers are
+    expected while the engine loads and are retried.
+  - Watches the unit while waiting; if it fails, exits or is restarted by systemd the wait stops at once
+    and the module fails with the unit's journal since the start.
+  - Once healthy, reads C(<url>/server_info) (with the API key as a bearer token when one is set) and
+    compares every key of I(expected) with what the server reports; a difference fails the module.
+  - With I(start=false) nothing is started; the running server is only checked (readiness and identity).
+  - Supports check mode (nothing is started or asked).
+version_added: "0.1.0"
+author: specgate
+options:
+  unit:
+    description: Unit name, e.g. C(sglang.service).
+    type: str
+    required: true
+  url:
+    description: Base URL of the server, e.g. C(http://127.0.0.1:30000).
+    type: str
+    required: true
+  start:
+    description: Start the unit first. False only checks the server that runs now.
+    type: bool
+    default: true
+  daemon_reload:
+    description: Run C(systemctl daemon-reload) before starting (the unit file changed).
+    type: bool
+    default: false
+  load_timeout:
+    description: Seconds the engine may take to become healthy.
+    type: float
+    default: 900
+  poll_interval:
+    description: Seconds between health polls.
+    type: float
+    default: 1
+  expected:
+    description:
+      - Settings the answering server must report in C(/server_info), keyed by SGLang flag (dashes) or
+        field name (underscores). Paths, numbers and case are compared normalised.
+    type: dict
+  ignore:
+    description: Keys of I(expected) not to compare.
+    type: list
+    elements: str
+    default: []
+  api_key:
+    description: API key the server requires for C(/server_info).
+    type: str
+  redact:
+    description: Secrets to blank out of journal lines before they are returned.
+    type: list
+    elements: str
+    default: []
+  journal_lines:
+    description: Journal lines returned on failure.
+    type: int
+    default: 40
+"""
+
+EXAMPLES = r"""
+- name: Start the candidate and wait until it answers /health and runs the candidate release
+  sglang_service_start:
+    unit: sglang.service
+    url: http://127.0.0.1:30000
+    load_timeout: 900
+    expected:
+      model-path: /models/kimi-k2.6
+      speculative-algorithm: DFLASH
+      speculative-num-draft-tokens: 16
+    api_key: "{{ sglang_service_api_key }}"
+"""
+
+RETURN = r"""
+ready:
+  description: bool, waited_s, polls, connection_errors, loading_answers, main_pid, reason, last_status.
+  returned: unless check mode
+  type: dict
+identity:
+  description: The compared keys as the server reports them.
+  returned: when ready
+  type: dict
+mismatches:
+  description: key, expected, actual, missing for each setting the server does not run as expected.
+  returned: when ready
+  type: list
+  elements: dict
+journal:
+  description: The unit's journal since the start (secrets redacted), on failure.
+  returned: on failure
+  type: list
+  elements: str
+"""
+
+
+def unit_state(module: AnsibleModule, unit: str) -> UnitState:
+    rc, out, err = module.run_command(
+        ["systemctl", "show", unit, "-p", "ActiveState", "-p", "SubState", "-p", "NRestarts", "-p", "MainPID"]
+    )
+    if rc != 0:
+        module.fail_json(msg=f"systemctl show {unit} failed: {err.strip() or out.strip()}")
+    return UnitState.from_props(parse_systemctl_show(out))
+
+
+def journal_tail(module: AnsibleModule, unit: str, since: float, lines: int, secrets: list[str]) -> list[str]:
+    _rc, out, err = module.run_command(
+        ["journalctl", "-u", unit, "--since", f"@{int(since)}", "-n", str(lines), "--no-pager", "-o", "short-iso"]
+    )
+    return redact(out or err, secrets).splitlines()
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "unit": {"type": "str", "required": True},
+            "url": {"type": "str", "required": True},
+            "start": {"type": "bool", "default": True},
+            "daemon_reload": {"type": "bool", "default": False},
+            "load_timeout": {"type": "float", "default": 900},
+            "poll_interval": {"type": "float", "default": 1},
+            "expected": {"type": "dict"},
+            "ignore": {"type": "list", "elements": "str", "default": []},
+            "api_key": {"type": "str", "no_log": True},
+            "redact": {"type": "list", "elements": "str", "default": [], "no_log": True},
+            "journal_lines": {"type": "int", "default": 40},
+        },
+        supports_check_mode=True,
+    )
+    p = module.params
+    unit = p["unit"]
+    secrets = [s for s in [p["api_key"], *p["redact"]] if s]
+    if module.check_mode:
+        module.exit_json(changed=p["start"])
+
+    since = time.time() - 1
+    if p["start"]:
+        if p["daemon_reload"]:
+            rc, _out, err = module.run_command(["systemctl", "daemon-reload"])
+            if rc != 0:
+                module.fail_json(msg=f"systemctl daemon-reload failed: {err.strip()}")
+        rc, out, err = module.run_command(["systemctl", "start", unit])
+        if rc != 0:
+            module.fail_json(
+                msg=f"systemctl start {unit} failed: {redact(err.strip() or out.strip(), secrets)}",
+                journal=journal_tail(module, unit, since, p["journal_lines"], secrets),
+            )
+
+    base = p["url"].rstrip("/")
+    ready = wait_ready(
+        probe=lambda: probe_health(base + "/health"),
+        unit_state=lambda: unit_state(module, unit),
+        timeout=p["load_timeout"],
+        interval=p["poll_interval"],
+    )
+    result = {"changed": p["start"], "ready": ready.as_dict()}
+    if not ready.ready:
+        journal = journal_tail(module, unit, since, p["journal_lines"], secrets)
+        module.fail_json(
+            msg=f"{unit} did not become ready: {ready.reason}. Journal of {unit} since the start:\n"
+            + "\n".join(journal),
+            journal=journal,
+            **result,
+        )
+
+    info, error = fetch_server_info(base, p["api_key"])
+    if error:
+        module.fail_json(msg=f"{unit} is healthy but its identity cannot be checked: {error}", **result)
+    expected = p["expected"] or {}
+    mismatches = identity_mismatches(expected, info, frozenset(p["ignore"]))
+    result["identity"] = {
+        key.replace("-", "_"): info.get(key.replace("-", "_")) for key in expected if key not in p["ignore"]
+    }
+    result["mismatches"] = [m.as_dict() for m in mismatches]
+    if mismatches:
+        module.fail_json(
+            msg=f"the server answering on {base} does not run the expected release: "
+            + "; ".join(m.describe() for m in mismatches),
+            **result,
+        )
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+"""Readiness after a start: /health polling that survives load-time errors, fails fast, proves identity."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import socket
+import threading
+
+import pytest
+from ansible.module_utils.specgate.readiness import (
+    Probe,
+    UnitState,
+    fetch_server_info,
+    identity_mismatches,
+    probe_health,
+    redact,
+    unit_gave_up,
+    wait_ready,
+)
+from fake_clock import FakeClock
+
+RUNNING = UnitState(active_state="active", sub_state="running", n_restarts=0, main_pid=4321)
+
+
+def test_refused_connections_and_503_while_loading_are_retried_until_200():
+    clock = FakeClock()
+    probes = iter(
+        [Probe(None, "ConnectionRefusedError"), Probe(None, "ConnectionResetError"), Probe(503), Probe(503), Probe(200)]
+    )
+    result = wait_ready(lambda: next(probes), lambda: RUNNING, timeout=60, interval=1, clock=clock, sleep=clock.sleep)
+    assert result.ready
+    assert result.refused == 2
+    assert result.loading == 2
+    assert result.main_pid == 4321
+    assert clock.now == pytest.approx(4.0)
+
+
+def test_a_failed_unit_ends_the_wait_at_once():
+    clock = FakeClock()
+    states = iter([RUNNING, UnitState("failed", "failed", 0, 0)])
+    result = wait_ready(
+        lambda: Probe(None, "ConnectionRefusedError"), lambda: next(states), timeout=600, clock=clock, sleep=clock.sleep
+    )
+    assert not result.ready
+    assert "failed" in result.reason
+    assert clock.now == pytest.approx(1.0)
+
+
+def test_a_systemd_auto_restart_counts_as_a_failed_start():
+    state = UnitState("activating", "auto-restart", 1, 0)
+    assert "restarted" in unit_gave_up(state, baseline_restarts=0)
+    assert unit_gave_up(RUNNING, baseline_restarts=0) is None
+
+
+def test_a_healthy_answer_from_a_unit_that_just_died_is_not_ready():
+    clock = FakeClock()
+    states = iter([RUNNING, UnitState("failed", "failed", 0, 0)])
+    result = wait_ready(lambda: Probe(200), lambda: next(states), timeout=60, clock=clock, sleep=clock.sleep)
+    assert not result.ready
+    assert "failed" in result.reason
+
+
+def test_the_wait_is_bounded_by_the_load_timeout_and_says_what_it_last_saw():
+    clock = FakeClock()
+    result = wait_ready(lambda: Probe(503), lambda: RUNNING, timeout=10, interval=3, clock=clock, sleep=clock.sleep)
+    assert not result.ready
+    assert "not healthy after 10 s" in result.reason
+    assert "HTTP 503" in result.reason
+    assert clock.now == pytest.approx(10.0)
+
+
+def test_identity_compares_flag_spellings_paths_numbers_and_case():
+    expected = {
+        "model-path": "/models/target/",
+        "speculative-algorithm": "dflash",
+        "speculative-num-draft-tokens": 16,
+        "mem_fraction_static": "0.85",
+    }
+    info = {
+        "model_path": "/models/target",
+        "speculative_algorithm": "DFLASH",
+        "speculative_num_draft_tokens": 16,
+        "mem_fraction_static": 0.85,
+    }
+    assert identity_mismatches(expected, info) == []
+
+
+def test_identity_names_each_setting_the_old_server_still_runs():
+    expected = {"speculative-num-draft-tokens": 16, "speculative-ddtree-budget": 32, "tp-size": 8}
+    info = {"speculative_num_draft_tokens": 8, "tp_size": 8}
+    mismatches = identity_mismatches(expected, info)
+    described = [m.describe() for m in mismatches]
+    assert described == [
+        "speculative_num_draft_tokens: expected 16, server runs 8",
+        "speculative_ddtree_budget: not reported by /server_info (expected 32)",
+    ]
+    assert identity_mismatches(expected, info, ignore=frozenset({"speculative_ddtree_budget"}))[0].key == (
+        "speculative_num_draft_tokens"
+    )
+
+
+def test_booleans_are_not_confused_with_numbers():
+    assert identity_mismatches({"enable-metrics": True}, {"enable_metrics": 1.0}) != []
+
+
+def test_redact_blanks_every_secret_occurrence():
+    assert redact("api_key='k3y' again k3y hf_T", ["k3y", "hf_T", ""]) == "api_key='********' again ******** ********"
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        if self.path == "/health":
+            self.send_response(503)
+            self.end_headers()
+            return
+        if self.path == "/server_info":
+            if self.headers.get("Authorization") != "Bearer s3cret":
+                self.send_response(401)
+                self.end_headers()
+                return
+            body = json.dumps({"model_path": "/models/t", "api_key": "s3cret"}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+    def log_message(self, *_args):
+        return
+
+
+@pytest.fixture
+def server():
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_probe_reports_status_codes_and_connection_errors(server):
+    assert probe_health(server + "/health").status == 503
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    refused = probe_health(f"http://127.0.0.1:{port}/health", timeout=1)
+    assert refused.status is None
+    assert "Refused" in refused.error
+
+
+def test_server_info_is_read_with_the_bearer_key(server):
+    info, error = fetch_server_info(server, "s3cret")
+    assert error is None
+    assert info["model_path"] == "/models/t"
+    info, error = fetch_server_info(server, None)
+    assert info is None
+    assert error == "/server_info answered HTTP 401"

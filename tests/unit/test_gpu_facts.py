@@ -24,9 +24,9 @@ def fixture(box: str, name: str) -> str:
 
 def fact_for(box: str) -> dict:
     return build_fact(
-        parse_query(fixture(box, "query-gpu.txt")),
-        parse_topology(fixture(box, "topo-m.txt")),
-        parse_cuda_driver_version(fixture(box, "nvidia-smi.txt")),
+        parse_query(fixture(box, "query_gpu.csv")),
+        parse_topology(fixture(box, "topo_m.txt")),
+        parse_cuda_driver_version(fixture(box, "smi.txt")),
     )
 
 
@@ -49,14 +49,14 @@ def test_b300_box_is_eight_sm103_gpus_on_nvlink():
 
 
 def test_pcie_topology_counts_each_link_kind_and_no_nvlink():
-    topology = parse_topology(fixture("ct200_sm120_pcie", "topo-m.txt"))
+    topology = parse_topology(fixture("ct200_sm120_pcie", "topo_m.txt"))
     assert "NV#" not in topology.links
     # 8 GPUs → 56 ordered pairs: 8 PIX (4 pairs), 16 NODE, 32 SYS across the sockets.
     assert topology.links == {"PIX": 8, "NODE": 16, "SYS": 32}
 
 
 def test_nvlink_topology_counts_every_pair_as_nvlink():
-    assert parse_topology(fixture("b300_nvlink", "topo-m.txt")).links == {"NV#": 56}
+    assert parse_topology(fixture("b300_nvlink", "topo_m.txt")).links == {"NV#": 56}
 
 
 def test_single_gpu_topology_has_no_interconnect():
@@ -136,3 +136,17 @@ def test_cuda_driver_version_is_read_from_plain_and_query_output():
     )
     assert parse_cuda_driver_version("CUDA Version                              : 13.0\n") == "13.0"
     assert parse_cuda_driver_version("no version here") is None
+
+
+def test_real_h200_capture_is_one_sm90_gpu_without_interconnect():
+    """The lent H200's real outputs (underlined topo header, driver 580, CUDA 13.0)."""
+    fact = fact_for("h200")
+    assert (fact["count"], fact["arch"], fact["compute_capability"]) == (1, "sm90", "9.0")
+    assert fact["names"] == ["NVIDIA H200"]
+    assert fact["memory_total_mib"] == 143771
+    assert fact["interconnect"] is None
+    assert (fact["driver_version"], fact["cuda_driver_version"]) == ("580.159.04", "13.0")
+
+
+def test_real_h200_query_output_of_nvidia_smi_q_gives_the_same_cuda_version():
+    assert parse_cuda_driver_version(fixture("h200", "smi_q.txt")) == "13.0"

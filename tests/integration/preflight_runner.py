@@ -1,0 +1,98 @@
+"""Drive the preflight role on localhost through ansible-runner, with nvidia-smi faked from fixture files."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import ansible_runner
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+VENV_BIN = Path(sys.executable).parent
+GPU_FIXTURES = PROJECT_ROOT / "tests" / "fixtures" / "gpu"
+
+FAKE_NVIDIA_SMI = """#!/bin/sh
+# Answers the nvidia-smi calls gpu_facts makes from the captured outputs in {fixtures}.
+d='{fixtures}'
+case "$*" in
+  --query-gpu=index,name,uuid,pci.bus_id,compute_cap,memory.total,memory.used,driver_version*) cat "$d/query_gpu.csv" ;;
+  "topo -m") cat "$d/topo_m.txt" ;;
+  "") cat "$d/smi.txt" ;;
+  *) echo "fake nvidia-smi: no fixture for: $*" >&2; exit 2 ;;
+esac
+"""
+
+NO_DEVICE_NVIDIA_SMI = """#!/bin/sh
+echo "No devices were found"
+exit 6
+"""
+
+
+def fake_nvidia_smi(directory: Path, box: str | None) -> Path:
+    """An executable nvidia-smi that prints a box's fixtures, or one that finds no device (box None)."""
+    path = directory / "nvidia-smi"
+    text = NO_DEVICE_NVIDIA_SMI if box is None else FAKE_NVIDIA_SMI.format(fixtures=GPU_FIXTURES / box)
+    path.write_text(text, encoding="utf-8")
+    path.chmod(0o755)
+    return path
+
+
+@dataclass
+class RoleRun:
+    status: str
+    events: list[dict[str, Any]]
+
+    def failed_tasks(self) -> list[tuple[str, dict[str, Any]]]:
+        return [
+            (event["event_data"].get("task", ""), event["event_data"].get("res", {}))
+            for event in self.events
+            if event.get("event") == "runner_on_failed"
+        ]
+
+    def changed_tasks(self) -> list[str]:
+        return [
+            event["event_data"].get("task", "")
+            for event in self.events
+            if event.get("event") == "runner_on_ok" and event["event_data"].get("res", {}).get("changed")
+        ]
+
+    def fact(self, name: str) -> Any:
+        for event in self.events:
+            if event.get("event") == "runner_on_ok":
+                facts = event["event_data"].get("res", {}).get("ansible_facts", {})
+                if name in facts:
+                    return facts[name]
+        raise KeyError(f"no task set the fact {name}")
+
+
+def run_role(tmp_path: Path, role: str, role_vars: dict[str, Any]) -> RoleRun:
+    """One play on localhost that runs the role with role_vars; the project's ansible.cfg applies."""
+    private = tmp_path / "runner"
+    (private / "project").mkdir(parents=True)
+    (private / "inventory").mkdir()
+    (private / "inventory" / "hosts").write_text(
+        f"localhost ansible_connection=local ansible_python_interpreter={sys.executable}\n", encoding="utf-8"
+    )
+    play = [{"name": f"{role} under test", "hosts": "localhost", "gather_facts": False, "roles": [role]}]
+    (private / "project" / "play.yml").write_text(json.dumps(play), encoding="utf-8")
+    (private / "env").mkdir()
+    (private / "env" / "extravars").write_text(json.dumps(role_vars), encoding="utf-8")
+    # ansible-runner looks ansible-playbook up on this process's PATH: the venv's, not the system's.
+    if str(VENV_BIN) not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+    result = ansible_runner.run(
+        private_data_dir=str(private),
+        playbook="play.yml",
+        quiet=True,
+        envvars={
+            "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+            "ANSIBLE_CONFIG": str(PROJECT_ROOT / "ansible.cfg"),
+            "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-local"),
+            "ANSIBLE_FACT_CACHING": "memory",
+        },
+    )
+    return RoleRun(status=result.status, events=list(result.events))

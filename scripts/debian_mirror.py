@@ -10,6 +10,7 @@ suite of it such as bookworm-updates is skipped) wins.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -35,10 +36,10 @@ def mirrors_from_deb822(text: str, suite: str) -> list[str]:
 def mirrors_from_one_line(text: str, suite: str) -> list[str]:
     found: list[str] = []
     for line in text.splitlines():
-        words = line.split("#", 1)[0].split()
+        words = re.sub(r"\[[^\]]*\]", " ", line.split("#", 1)[0]).split()
         if not words or words[0] != "deb":
             continue
-        words = [w for w in words[1:] if not w.startswith("[")]
+        words = words[1:]
         if len(words) >= 2 and words[1] == suite:
             found.append(words[0])
     return found

@@ -208,16 +208,20 @@ def step_ms(
     batch: int = 1,
     mean_context_tokens: float = 0.0,
 ) -> float:
-    """Wall time of one decode/verify step for a batch of ``batch`` running requests."""
-    n_verify = verify_tokens(cfg, tree)
-    tokens = batch * n_verify
+    """Wall time of one decode/verify step for ``batch`` running requests drafting the same tree."""
+    return batch_step_ms(cfg, batch * verify_tokens(cfg, tree), batch, mean_context_tokens, lat)
+
+
+def batch_step_ms(cfg: SpecConfig, tokens: int, batch: int, mean_context_tokens: float, lat: LatencyParams) -> float:
+    """One step that verifies ``tokens`` tokens in total for ``batch`` requests."""
     ms = lat.dense_ms + lat.moe_ms * (1.0 - lat.expert_overlap**tokens)
     ms += lat.compute_token_ms * max(tokens - lat.compute_knee_tokens, 0)
     if cfg.algorithm in ("DFLASH", "DDTREE"):
         ms += lat.draft_pass_ms
     elif cfg.enabled:
         ms += lat.eagle_step_ms * max(cfg.num_steps, 1)
-    ms += lat.context_ms_per_ktoken * batch * (mean_context_tokens / 1000.0) * (1.0 + n_verify / 16.0)
+    per_request_verify = tokens / max(batch, 1)
+    ms += lat.context_ms_per_ktoken * batch * (mean_context_tokens / 1000.0) * (1.0 + per_request_verify / 16.0)
     return ms
 
 

@@ -1,0 +1,261 @@
+"""The simulated scheduler: requests in flight share decode/verify steps (continuous batching).
+
+One asyncio task runs steps back to back while there is work. A step admits waiting requests up to
+``max_running_requests`` (their prefill rides in that step and yields their first token), verifies
+every running request once (drawing its committed tokens from the speculative model), then sleeps
+the step's modelled latency times the time scale. Timings handed out are simulated seconds on the
+engine's own clock, so they do not depend on how fast this machine runs the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import random
+from collections import deque
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from specgate_sim.metrics import Metrics
+from specgate_sim.specmodel import (
+    AcceptanceParams,
+    LatencyParams,
+    SpecConfig,
+    Tree,
+    batch_step_ms,
+    build_tree,
+    depth_probs,
+    prefill_ms,
+    sample_accept_length,
+    verify_tokens,
+)
+
+KV_CAPACITY_TOKENS = 1_000_000
+THROUGHPUT_WINDOW_STEPS = 40
+
+
+@dataclass
+class Job:
+    """One generation: what it will say is planned up front; the engine decides when."""
+
+    prompt_tokens: int
+    pieces: list[str]  # the output, one token per piece
+    finish_reason: dict[str, object]  # SGLang's finish_reason once every piece is out
+    kind: str
+    seed: int
+    streaming: bool = False
+    # filled in by the engine
+    emitted: int = 0
+    verify_ct: int = 0
+    correct_drafts: int = 0
+    histogram: list[int] = field(default_factory=list)
+    arrival: float = 0.0
+    first_token_at: float | None = None
+    last_token_at: float | None = None
+    finished_at: float | None = None
+    cancelled: bool = False
+    queue: asyncio.Queue[int] = field(default_factory=asyncio.Queue)
+
+    @property
+    def done(self) -> bool:
+        return self.emitted >= len(self.pieces)
+
+
+@dataclass(frozen=True)
+class Window:
+    seconds: float
+    produced: int
+    accepted: int
+    verifies: int
+    correct: int
+    proposed: int
+
+
+@dataclass
+class Stats:
+    """Server-wide speculative counters; /flush_cache resets them (scheduler.metrics_reporter.reset_metrics)."""
+
+    accept_tokens: int = 0
+    verify_ct: int = 0
+
+    @property
+    def avg_accept_length(self) -> float | None:
+        return self.accept_tokens / self.verify_ct if self.verify_ct else None
+
+
+class Engine:
+    def __init__(
+        self,
+        spec: SpecConfig,
+        *,
+        max_running: int,
+        time_scale: float,
+        accept_multiplier: float = 1.0,
+        num_draft_tokens: int | None = None,
+        cuda_graphs: bool = True,
+        metrics: Metrics | None = None,
+        acc: AcceptanceParams | None = None,
+        lat: LatencyParams | None = None,
+    ) -> None:
+        self.spec = spec
+        self.max_running = max(1, max_running)
+        self.time_scale = time_scale
+        self.accept_multiplier = accept_multiplier
+        self.num_draft_tokens = num_draft_tokens
+        self.cuda_graph_factor = 1.0 if cuda_graphs else 1.35
+        self.metrics = metrics
+        self.acc = acc or AcceptanceParams()
+        self.lat = lat or LatencyParams()
+        self.clock = 0.0  # simulated seconds
+        self.stats = Stats()
+        self.waiting: deque[Job] = deque()
+        self.running: list[Job] = []
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._trees: dict[tuple[str, int], tuple[list[float], Tree]] = {}
+        self._recent: deque[Window] = deque(maxlen=THROUGHPUT_WINDOW_STEPS)
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._loop())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    def flush(self) -> None:
+        self.stats = Stats()
+        self._recent.clear()
+
+    def _tree(self, kind: str, context: int) -> tuple[list[float], Tree]:
+        bucket = 1 << max(9, math.ceil(math.log2(max(context, 1))))
+        key = (kind, bucket)
+        if key not in self._trees:
+            probs = depth_probs(self.spec, kind, bucket, self.acc, self.accept_multiplier)
+            self._trees[key] = (probs, build_tree(self.spec, probs, self.acc))
+        return self._trees[key]
+
+    async def generate(self, job: Job) -> AsyncIterator[int]:
+        """Yield the number of pieces out so far after every step that produced some."""
+        job.arrival = self.clock
+        job.histogram = [0] * (self.spec.block_size + 1 if self.spec.enabled else 1)
+        self.waiting.append(job)
+        self._wake.set()
+        try:
+            while True:
+                emitted = await job.queue.get()
+                yield emitted
+                if emitted >= len(job.pieces):
+                    return
+        finally:
+            if not job.done:
+                job.cancelled = True
+
+    async def _loop(self) -> None:
+        while True:
+            self.running = [j for j in self.running if not j.cancelled]
+            if not self.waiting and not self.running:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            await self._step()
+
+    async def _step(self) -> None:
+        admitted: list[Job] = []
+        while self.waiting and len(self.running) + len(admitted) < self.max_running:
+            job = self.waiting.popleft()
+            if not job.cancelled:
+                admitted.append(job)
+        decoding = list(self.running)
+        ms = 0.0
+        trees = {id(j): self._tree(j.kind, j.prompt_tokens + j.emitted) for j in decoding}
+        if decoding:
+            tokens = sum(verify_tokens(self.spec, trees[id(j)][1]) for j in decoding)
+            mean_ctx = sum(j.prompt_tokens + j.emitted for j in decoding) / len(decoding)
+            ms += batch_step_ms(self.spec, tokens, len(decoding), mean_ctx, self.lat) * self.cuda_graph_factor
+        if admitted:
+            ms += sum(prefill_ms(j.prompt_tokens, self.lat) for j in admitted)
+            if not decoding:
+                ms += batch_step_ms(SpecConfig(), len(admitted), len(admitted), 0.0, self.lat)
+        await asyncio.sleep(ms / 1000.0 * self.time_scale)
+        self.clock += ms / 1000.0
+
+        produced = accepted = verifies = proposed = correct = 0
+        for job in decoding:
+            if job.cancelled:
+                continue
+            if self.spec.enabled:
+                probs, tree = trees[id(job)]
+                tau = sample_accept_length(tree, probs, self.acc, self._rng(job))
+            else:
+                tau = 1
+            n = min(tau, len(job.pieces) - job.emitted)
+            if self.spec.enabled:
+                job.verify_ct += 1
+                job.correct_drafts += n - 1
+                job.histogram[min(n - 1, len(job.histogram) - 1)] += 1
+                self.stats.accept_tokens += n
+                self.stats.verify_ct += 1
+                accepted += n
+                verifies += 1
+                correct += n - 1
+                proposed += (self.num_draft_tokens or 1) - 1
+            produced += n
+            self._emit(job, n)
+        for job in admitted:
+            produced += 1
+            self._emit(job, 1)
+            if not job.done:
+                self.running.append(job)
+        self.running = [j for j in self.running if not j.done and not j.cancelled]
+        self._recent.append(Window(ms / 1000.0, produced, accepted, verifies, correct, proposed))
+        self._publish()
+
+    def _rng(self, job: Job) -> random.Random:
+        # one stream per request and step: same request + seed -> same draws, whatever else runs
+        return random.Random(job.seed * 1_000_003 + job.verify_ct)
+
+    def _emit(self, job: Job, n: int) -> None:
+        now = self.clock
+        job.emitted += n
+        if job.first_token_at is None:
+            job.first_token_at = now
+            if self.metrics:
+                self.metrics.first_token(now - job.arrival, job.streaming)
+        elif self.metrics and job.last_token_at is not None:
+            self.metrics.inter_token((now - job.last_token_at) / n)
+        job.last_token_at = now
+        if job.done:
+            job.finished_at = now
+            if self.metrics:
+                self.metrics.finished(
+                    prompt_tokens=job.prompt_tokens,
+                    completion_tokens=len(job.pieces),
+                    verify_ct=job.verify_ct,
+                    e2e_seconds=now - job.arrival,
+                    streaming=job.streaming,
+                )
+        job.queue.put_nowait(job.emitted)
+
+    def _publish(self) -> None:
+        """Scheduler gauges over the last steps, as SGLang logs them per interval."""
+        if not self.metrics:
+            return
+        seconds = sum(w.seconds for w in self._recent)
+        produced = sum(w.produced for w in self._recent)
+        accepted = sum(w.accepted for w in self._recent)
+        verifies = sum(w.verifies for w in self._recent)
+        correct = sum(w.correct for w in self._recent)
+        proposed = sum(w.proposed for w in self._recent)
+        used = sum(j.prompt_tokens + j.emitted for j in self.running)
+        self.metrics.scheduler(
+            running=len(self.running),
+            queued=len(self.waiting),
+            token_usage=min(used / KV_CAPACITY_TOKENS, 1.0),
+            gen_throughput=produced / seconds if seconds else 0.0,
+            accept_length=accepted / verifies if verifies else None,
+            accept_rate=correct / proposed if proposed else None,
+            draft_tokens=self.num_draft_tokens if self.spec.enabled else None,
+        )

@@ -1,0 +1,154 @@
+"""``python -m specgate_sim.launch_server <SGLang flags>``: the simulated SGLang server.
+
+Lifecycle, as SGLang's (times are simulated seconds times SPECGATE_SIM_TIME_SCALE):
+process start (port closed) → bind, load weights (/health 503, /v1/models already answers) →
+warm up → "The server is fired up and ready to roll!" (/health 200) → SIGTERM: /health 503, exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shlex
+import signal
+import sys
+
+from aiohttp import web
+
+from specgate_sim import args as sgl_args
+from specgate_sim import simenv
+from specgate_sim.engine import Engine
+from specgate_sim.metrics import Metrics
+from specgate_sim.planning import Quality
+from specgate_sim.resolve import ResolveError, resolve
+from specgate_sim.server import ServerState, build_app
+
+log = logging.getLogger("sglang.srt.entrypoints.http_server")
+
+CRASH_TAIL = """Scheduler hit an exception: Traceback (most recent call last):
+  File "sglang/srt/managers/scheduler.py", line 3158, in run_scheduler_process
+    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, pp_rank, dp_rank)
+  File "sglang/srt/model_executor/model_runner.py", line 912, in load_model
+    self.model = get_model(model_config=self.model_config, load_config=self.load_config)
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.75 GiB. (specgate-sim: FAULT_CRASH_DURING_LOAD)
+"""
+
+
+def _log_setup(level: str) -> None:
+    # sglang 0.5.23: srt/server_args.py::prepare_server_args logging.basicConfig format
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="[%(asctime)s] %(message)s",
+        datefmt="%Y-%m-%d %H:%M:%S",
+        force=True,
+        stream=sys.stdout,
+    )
+
+
+async def _wait(stop: asyncio.Event, seconds: float) -> bool:
+    """Sleep ``seconds`` unless asked to stop first; True when asked to stop."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), timeout=max(seconds, 0.0))
+    return stop.is_set()
+
+
+async def serve(state: ServerState, sim: simenv.SimEnv) -> int:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+
+    def on_signal(signame: str) -> None:
+        log.info("Received %s, shutting down.", signame)
+        stop.set()
+
+    for sig, name in ((signal.SIGTERM, "sigterm"), (signal.SIGINT, "sigint")):
+        loop.add_signal_handler(sig, on_signal, name)
+
+    # process start: tokenizer, scheduler and detokenizer processes come up; nothing listens yet
+    if await _wait(stop, sim.scaled(sim.start_seconds + sim.refuse_seconds)):
+        return 0
+    runner = web.AppRunner(build_app(state), access_log=None, handle_signals=False)
+    await runner.setup()
+    host, port = state.args["host"], state.args["port"]
+    try:
+        await web.TCPSite(runner, host, port).start()
+    except OSError as exc:
+        log.error("Failed to bind %s:%s: %s", host, port, exc)
+        await runner.cleanup()
+        return 1
+    try:
+        return await _lifecycle(state, sim, stop)
+    finally:
+        await state.engine.stop()
+        await runner.cleanup()
+
+
+async def _lifecycle(state: ServerState, sim: simenv.SimEnv, stop: asyncio.Event) -> int:
+    resolved = state.resolved
+    log.info(
+        "Load weight begin. model=%s bytes=%d (simulated %.1f s)",
+        resolved.args["model_path"],
+        resolved.weight_bytes,
+        resolved.load_seconds,
+    )
+    if sim.crash_during_load:
+        if await _wait(stop, sim.scaled(resolved.load_seconds / 2)):
+            return 0
+        log.error(CRASH_TAIL)
+        log.error("Received sigquit from a child process. It usually means the child failed.")
+        return 1
+    if await _wait(stop, sim.scaled(resolved.load_seconds)):
+        return 0
+    log.info("Load weight end. type=%s", (resolved.target_config.get("architectures") or ["?"])[0])
+    state.engine.start()
+    if sim.never_healthy:
+        log.warning("specgate-sim: FAULT_NEVER_HEALTHY — staying in warmup")
+        await stop.wait()
+        return 0
+    state.phase = "up"
+    log.info("The server is fired up and ready to roll!")
+    await stop.wait()
+    if sim.ignore_sigterm_seconds > 0:
+        # a lingering old process: it keeps serving for a while after being told to stop
+        log.warning("specgate-sim: ignoring SIGTERM for %.1f s", sim.ignore_sigterm_seconds)
+        await asyncio.sleep(sim.scaled(sim.ignore_sigterm_seconds))
+    state.phase = "shutting_down"
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    sim = simenv.from_env()
+    ns, merged = sgl_args.parse(argv, sim.reject_flag)
+    _log_setup(ns.log_level)
+    try:
+        resolved = resolve(ns, sim)
+    except ResolveError as exc:
+        # SGLang dies in prepare_server_args with the exception's traceback; keep its last line
+        print("Traceback (most recent call last):", file=sys.stderr)
+        print('  File "sglang/launch_server.py", line 30, in <module>', file=sys.stderr)
+        print(str(exc), file=sys.stderr)
+        return 1
+    log.info("server_args=%s", resolved.args)
+    metrics = Metrics(resolved.served_model_name) if resolved.args["enable_metrics"] else None
+    cuda_graphs = (
+        not resolved.args["disable_cuda_graph"] and resolved.args.get("cuda_graph_backend_decode") != "disabled"
+    )
+    engine = Engine(
+        resolved.spec,
+        max_running=int(resolved.args["max_running_requests"]),
+        time_scale=sim.time_scale,
+        accept_multiplier=sim.accept_multiplier,
+        num_draft_tokens=resolved.args.get("speculative_num_draft_tokens"),
+        cuda_graphs=cuda_graphs,
+        metrics=metrics,
+    )
+    seed = sim.seed if sim.seed is not None else int(resolved.args["random_seed"])
+    quality = Quality(seed, sim.wrong_fraction, sim.truncate_fraction)
+    launch = shlex.join(merged)  # server_args.launch_command: the argv as parsed, config merged in
+    state = ServerState(resolved, engine, metrics, quality, launch)
+    return asyncio.run(serve(state, sim))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+"""Prometheus metrics with SGLang 0.5.23's names, labels and buckets
+(sglang 0.5.23: srt/observability/metrics_collector.py). Times are simulated seconds."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+# metrics_collector.py::TokenizerMetricsCollector default buckets
+TTFT_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400)
+ITL_BUCKETS = (
+    0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060, 0.080,
+    0.100, 0.200, 0.400, 0.600, 0.800, 1.000, 2.000, 4.000, 6.000, 8.000,
+)  # fmt: skip
+E2E_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400, 600, 1200, 1800, 2400)
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+
+class Metrics:
+    def __init__(self, served_model_name: str) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        # metrics_collector.py::tokenizer_metric_labels and the scheduler's labels (single rank)
+        self.tok_labels = {"model_name": served_model_name, "engine_type": "unified"}
+        self.sched_labels = {**self.tok_labels, "tp_rank": "0", "pp_rank": "0", "moe_ep_rank": "0"}
+        sched = list(self.sched_labels)
+        tok = list(self.tok_labels)
+
+        def gauge(name: str, doc: str) -> Gauge:
+            return Gauge(name, doc, sched, registry=r)
+
+        # SchedulerMetricsCollector
+        self.num_running_reqs = gauge("sglang:num_running_reqs", "The number of running requests.")
+        self.num_queue_reqs = gauge("sglang:num_queue_reqs", "The number of requests in the waiting queue.")
+        self.gen_throughput = gauge("sglang:gen_throughput", "The generation throughput (token/s).")
+        self.token_usage = gauge("sglang:token_usage", "The token usage.")
+        self.spec_accept_length = gauge(
+            "sglang:spec_accept_length", "The average acceptance length of speculative decoding."
+        )
+        self.spec_accept_rate = gauge("sglang:spec_accept_rate", "The average acceptance rate of speculative decoding.")
+        self.spec_num_draft_tokens = gauge(
+            "sglang:spec_num_draft_tokens", "The number of draft tokens per verify step."
+        )
+        # TokenizerMetricsCollector
+        self.prompt_tokens_total = Counter(
+            "sglang:prompt_tokens_total", "Number of prefill tokens processed.", [*tok, "is_streaming"], registry=r
+        )
+        self.generation_tokens_total = Counter(
+            "sglang:generation_tokens_total",
+            "Number of generation tokens processed.",
+            [*tok, "is_streaming"],
+            registry=r,
+        )
+        self.num_requests_total = Counter(
+            "sglang:num_requests_total", "Number of requests processed.", [*tok, "is_streaming"], registry=r
+        )
+        self.spec_verify_calls_total = Counter(
+            "sglang:spec_verify_calls_total", "Number of speculative decoding verification calls.", tok, registry=r
+        )
+        self.time_to_first_token = Histogram(
+            "sglang:time_to_first_token_seconds",
+            "Histogram of time to first token in seconds.",
+            [*tok, "is_streaming"],
+            buckets=TTFT_BUCKETS,
+            registry=r,
+        )
+        self.inter_token_latency = Histogram(
+            "sglang:inter_token_latency_seconds",
+            "Histogram of inter-token latency in seconds.",
+            tok,
+            buckets=ITL_BUCKETS,
+            registry=r,
+        )
+        self.e2e_request_latency = Histogram(
+            "sglang:e2e_request_latency_seconds",
+            "Histogram of End-to-end request latency in seconds",
+            [*tok, "is_streaming"],
+            buckets=E2E_BUCKETS,
+            registry=r,
+        )
+
+    def _stream(self, streaming: bool) -> dict[str, str]:
+        return {**self.tok_labels, "is_streaming": "true" if streaming else "false"}
+
+    def scheduler(
+        self,
+        *,
+        running: int,
+        queued: int,
+        token_usage: float,
+        gen_throughput: float,
+        accept_length: float | None,
+        accept_rate: float | None,
+        draft_tokens: int | None,
+    ) -> None:
+        labels = self.sched_labels
+        self.num_running_reqs.labels(**labels).set(running)
+        self.num_queue_reqs.labels(**labels).set(queued)
+        self.token_usage.labels(**labels).set(token_usage)
+        self.gen_throughput.labels(**labels).set(gen_throughput)
+        if accept_length is not None:
+            self.spec_accept_length.labels(**labels).set(accept_length)
+        if accept_rate is not None:
+            self.spec_accept_rate.labels(**labels).set(accept_rate)
+        if draft_tokens is not None:
+            self.spec_num_draft_tokens.labels(**labels).set(draft_tokens)
+
+    def first_token(self, seconds: float, streaming: bool) -> None:
+        self.time_to_first_token.labels(**self._stream(streaming)).observe(seconds)
+
+    def inter_token(self, seconds: float) -> None:
+        self.inter_token_latency.labels(**self.tok_labels).observe(seconds)
+
+    def finished(
+        self, *, prompt_tokens: int, completion_tokens: int, verify_ct: int, e2e_seconds: float, streaming: bool
+    ) -> None:
+        labels = self._stream(streaming)
+        self.prompt_tokens_total.labels(**labels).inc(prompt_tokens)
+        self.generation_tokens_total.labels(**labels).inc(completion_tokens)
+        self.num_requests_total.labels(**labels).inc()
+        self.e2e_request_latency.labels(**labels).observe(e2e_seconds)
+        if verify_ct > 0:
+            self.spec_verify_calls_total.labels(**self.tok_labels).inc(verify_ct)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

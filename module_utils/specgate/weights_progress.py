@@ -1,0 +1,103 @@
+"""Download progress the play can show while a long download runs: bytes done/total, rate and ETA.
+
+An Ansible module cannot stream output, so hf_snapshot runs async and a thread writes this JSON to a file the
+role reads and prints on every poll. Bytes are measured on disk (finished files plus huggingface_hub's
+`*.incomplete` temp files), which is what a download really achieved, independent of the client's progress bars.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ansible.module_utils.specgate.weights_plan import GB, HF_LOCAL_CACHE, RemoteFile, local_size
+
+
+def format_duration(seconds: float) -> str:
+    seconds = round(seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
+
+
+def progress_report(*, done: int, total: int, baseline: int, elapsed: float, label: str) -> dict[str, Any]:
+    """A report with a human line; rate counts only bytes fetched by this run (not what was already there)."""
+    fetched = max(done - baseline, 0)
+    rate = fetched / elapsed if elapsed > 0 else 0.0
+    remaining = max(total - done, 0)
+    eta = remaining / rate if rate > 0 else None
+    percent = 100.0 * done / total if total else 100.0
+    line = f"{label}: {done / GB:.2f} / {total / GB:.2f} GB ({percent:.0f}%), {rate / 1e6:.1f} MB/s, ETA "
+    line += format_duration(eta) if eta is not None else ("done" if remaining == 0 else "unknown")
+    return {
+        "label": label,
+        "done_bytes": done,
+        "total_bytes": total,
+        "rate_bytes_per_s": rate,
+        "eta_s": eta,
+        "percent": round(percent, 1),
+        "line": line,
+    }
+
+
+def bytes_on_disk(local_dir: str, files: Sequence[RemoteFile]) -> int:
+    """Bytes of the planned files present (capped at their size) plus in-flight temp files of huggingface_hub."""
+    done = 0
+    for remote in files:
+        size = local_size(local_dir, remote.path)
+        if size is not None:
+            done += min(size, remote.size)
+    download_dir = Path(local_dir) / HF_LOCAL_CACHE / "huggingface" / "download"
+    if download_dir.is_dir():
+        for partial in download_dir.rglob("*.incomplete"):
+            try:
+                done += partial.stat().st_size
+            except FileNotFoundError:  # renamed into place between listing and stat
+                continue
+    return done
+
+
+def write_json_atomic(path: str, data: dict[str, Any]) -> None:
+    directory = os.path.dirname(path) or "."
+    fd, tmp = tempfile.mkstemp(prefix=".progress.", dir=directory)
+    with os.fdopen(fd, "w") as handle:
+        json.dump(data, handle)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+class ProgressWriter:
+    """Writes a progress report every `interval` seconds from a daemon thread until stopped."""
+
+    def __init__(self, path: str, measure: Callable[[], dict[str, Any]], interval: float = 2.0) -> None:
+        self._path = path
+        self._measure = measure
+        self._interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="specgate-progress", daemon=True)
+
+    def start(self) -> None:
+        self.write()
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=self._interval + 5)
+        self.write(final=True)
+
+    def write(self, final: bool = False) -> None:
+        report = self._measure()
+        report.update({"final": final, "updated_at": time.time()})
+        write_json_atomic(self._path, report)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            self.write()

@@ -1,0 +1,118 @@
+"""Start the sim as a real process on a free loopback port, for tests (here and in tests/sim/)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import specgate_sim
+
+PACKAGE_PARENT = str(Path(specgate_sim.__file__).resolve().parent.parent)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def write_model_dir(path: Path, config: Mapping[str, object], weight_bytes: int = 0) -> Path:
+    """A model directory: config.json plus one sparse weight file of ``weight_bytes`` apparent size."""
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "config.json").write_text(json.dumps(config))
+    if weight_bytes:
+        with (path / "model-00001-of-00001.safetensors").open("wb") as f:
+            f.truncate(weight_bytes)
+    return path
+
+
+TARGET_CONFIG = {"model_type": "kimi_k2", "architectures": ["DeepseekV3ForCausalLM"], "max_position_embeddings": 262144}
+
+
+def drafter_config(block_size: int = 8) -> dict[str, object]:
+    return {
+        "architectures": ["DFlashDraftModel"],
+        "num_hidden_layers": 6,
+        "dflash_config": {"block_size": block_size, "mask_token_id": 163838, "target_layer_ids": [1, 15, 30, 45, 58]},
+    }
+
+
+@dataclass
+class SimProcess:
+    proc: subprocess.Popen[str]
+    port: int
+    log_path: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def status(self, path: str) -> int | None:
+        """HTTP status of GET ``path``; None when nothing listens."""
+        try:
+            with urllib.request.urlopen(self.url + path, timeout=2) as resp:
+                return int(resp.status)
+        except urllib.error.HTTPError as exc:
+            return int(exc.code)
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            return None
+
+    def wait_status(self, path: str, wanted: int | None, timeout: float = 15.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.status(path) == wanted:
+                return
+            if self.proc.poll() is not None and wanted is not None:
+                raise AssertionError(f"sim exited {self.proc.returncode}:\n{self.log()}")
+            time.sleep(0.02)
+        raise AssertionError(f"{path} never answered {wanted}:\n{self.log()}")
+
+    def wait_ready(self, timeout: float = 15.0) -> None:
+        self.wait_status("/health", 200, timeout)
+
+    def stop(self, timeout: float = 10.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout)
+        return int(self.proc.returncode)
+
+
+def start(
+    args: Sequence[str],
+    *,
+    log_path: Path,
+    env: Mapping[str, str] | None = None,
+    port: int | None = None,
+    time_scale: float = 0.001,
+) -> SimProcess:
+    """``python -m specgate_sim.launch_server`` with ``args`` (``--port`` added unless given)."""
+    port = port or free_port()
+    argv = [sys.executable, "-m", "specgate_sim.launch_server", *args]
+    if "--port" not in args:
+        argv += ["--port", str(port)]
+    full_env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [PACKAGE_PARENT, os.environ.get("PYTHONPATH")])),
+        "SPECGATE_SIM_TIME_SCALE": str(time_scale),
+        **(env or {}),
+    }
+    log = log_path.open("w")
+    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=full_env, text=True)
+    log.close()
+    return SimProcess(proc, port, log_path)

@@ -103,7 +103,7 @@ EXAMPLES = r"""
     snapshots:
       - {name: drafter, repo_id: z-lab/Kimi-K2.6-DFlash, revision: 0123abcd..., local_dir: /models/drafter}
       - {name: target, repo_id: moonshotai/Kimi-K2.6, revision: 4567ef01..., local_dir: /models/target}
-    token: "{{ weights_hf_token }}"
+    token: "{{ model_weights_hf_token }}"
     headroom_gb: 20
     progress_file: /var/tmp/specgate-weights-progress.json
   async: 86400
@@ -159,7 +159,9 @@ def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     params = module.params
     if params["max_workers"] < 1 or params["headroom_gb"] < 0:
-        module.fail_json(msg="max_workers must be >= 1 and headroom_gb >= 0 (weights_max_workers, weights_headroom_gb)")
+        module.fail_json(
+            msg="max_workers must be >= 1 and headroom_gb >= 0 (model_weights_max_workers, model_weights_headroom_gb)"
+        )
     options = Options(
         endpoint=params["endpoint"] or None,
         token=params["token"] or None,
@@ -172,7 +174,7 @@ def main() -> None:
     specs = [SnapshotSpec.from_params(raw) for raw in params["snapshots"]]
     if importlib.util.find_spec("huggingface_hub") is None:
         module.fail_json(msg="huggingface_hub is not importable by the Python running hf_snapshot: run it with the "
-                             "service venv's interpreter (fact specgate_sglang_env.python or weights_python)")
+                             "service venv's interpreter (fact specgate_sglang_env.python or model_weights_python)")
     now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     try:
         result = run(specs, options, listing=hf_fetch.remote_listing, fetch=hf_fetch.download,

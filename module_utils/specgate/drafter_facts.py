@@ -85,7 +85,7 @@ def check_dflash_drafter(
     target_layers = target_layers_override or config_layers
     if target_layers is None:
         errors.append("the target's config.json has no integer num_hidden_layers (nor text_config.num_hidden_layers);"
-                      " set weights_target_layers")
+                      " set model_weights_target_layers")
     if vocab is None:
         errors.append("the target's config.json has no integer vocab_size to check mask_token_id against")
 

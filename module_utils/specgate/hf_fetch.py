@@ -37,15 +37,15 @@ def describe_error(error: Exception, *, name: str, repo_id: str, revision: str, 
     where = endpoint or "the default hub"
     status = getattr(getattr(error, "response", None), "status_code", None)
     if isinstance(error, GatedRepoError):
-        return (f"{name}: {repo_id} is gated and the hub refused access (HTTP {status}): set weights_hf_token to a "
-                "token whose account was granted access")
+        return (f"{name}: {repo_id} is gated and the hub refused access (HTTP {status}): set model_weights_hf_token "
+                "to a token whose account was granted access")
     if isinstance(error, RevisionNotFoundError):
-        return f"{name}: revision {revision!r} not found in {repo_id} on {where}: check weights_{name}_revision"
+        return f"{name}: revision {revision!r} not found in {repo_id} on {where}: check model_weights_{name}_revision"
     if isinstance(error, RepositoryNotFoundError):
-        return (f"{name}: repository {repo_id} not found on {where} (HTTP {status}): check weights_{name}_repo "
-                "(a private repo also needs weights_hf_token)")
+        return (f"{name}: repository {repo_id} not found on {where} (HTTP {status}): check model_weights_{name}_repo "
+                "(a private repo also needs model_weights_hf_token)")
     if isinstance(error, HfHubHTTPError) and status == 401:
-        return f"{name}: the hub at {where} rejected the token (HTTP 401): check weights_hf_token"
+        return f"{name}: the hub at {where} rejected the token (HTTP 401): check model_weights_hf_token"
     return f"{name}: {repo_id}@{revision} on {where}: {type(error).__name__}: {error}"
 
 

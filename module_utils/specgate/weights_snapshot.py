@@ -113,7 +113,7 @@ def validate_specs(specs: Sequence[SnapshotSpec]) -> list[str]:
     errors = []
     dirs: dict[str, str] = {}
     for spec in specs:
-        var = f"weights_{spec.name}"
+        var = f"model_weights_{spec.name}"
         if spec.local_path:
             if spec.repo_id:
                 errors.append(f"{spec.name}: set either {var}_repo or {var}_local_path, not both")
@@ -125,7 +125,9 @@ def validate_specs(specs: Sequence[SnapshotSpec]) -> list[str]:
         if not spec.revision:
             errors.append(f"{spec.name}: {var}_revision is empty; pin a commit sha (or at least a branch name)")
         if not spec.local_dir or not os.path.isabs(spec.local_dir):
-            errors.append(f"{spec.name}: download directory {spec.local_dir!r} must be an absolute path (weights_dir)")
+            errors.append(
+                f"{spec.name}: download directory {spec.local_dir!r} must be an absolute path (model_weights_dir)"
+            )
         elif spec.manifest:
             other = dirs.setdefault(os.path.normpath(spec.local_dir), spec.name)
             if other != spec.name:
@@ -137,7 +139,7 @@ def plan_local(spec: SnapshotSpec) -> SnapshotPlan:
     """A pre-staged directory (local disk, NFS): what it must hold, from its manifest or its shard index."""
     root = Path(spec.local_path or "")
     if not root.is_dir():
-        raise WeightsError(f"{spec.name}: weights_{spec.name}_local_path {root} is not a directory on the host")
+        raise WeightsError(f"{spec.name}: model_weights_{spec.name}_local_path {root} is not a directory on the host")
     manifest = read_manifest(str(root))
     if manifest and isinstance(manifest.get("files"), list):
         files = [RemoteFile(path=f["path"], size=int(f["size"]), sha256=f.get("sha256")) for f in manifest["files"]]
@@ -157,11 +159,13 @@ def plan_local(spec: SnapshotSpec) -> SnapshotPlan:
     plan = plan_snapshot(name=spec.name, repo_id="", revision="", commit=(manifest or {}).get("commit") or "",
                          local_dir=str(root), files=files)
     if not any(f.path == "config.json" for f in files):
-        raise WeightsError(f"{spec.name}: {root} has no config.json; is weights_{spec.name}_local_path a model dir?")
+        raise WeightsError(
+            f"{spec.name}: {root} has no config.json; is model_weights_{spec.name}_local_path a model dir?"
+        )
     if plan.missing:
         raise WeightsError(
             f"{spec.name}: pre-staged {root} is incomplete (missing or wrong size: "
-            f"{', '.join(f.path for f in plan.missing[:5])}); weights_{spec.name}_local_path is never written to"
+            f"{', '.join(f.path for f in plan.missing[:5])}); model_weights_{spec.name}_local_path is never written to"
         )
     return plan
 
@@ -181,7 +185,7 @@ def plan_all(specs: Sequence[SnapshotSpec], options: Options, listing: Listing, 
         selected = select_files(files, spec.allow_patterns, spec.ignore_patterns)
         if not selected:
             raise WeightsError(f"{spec.name}: no file of {spec.repo_id}@{spec.revision} matches the allow/ignore "
-                               "patterns (weights_allow_patterns / weights_ignore_patterns)")
+                               "patterns (model_weights_allow_patterns / model_weights_ignore_patterns)")
         plans.append(plan_snapshot(name=spec.name, repo_id=spec.repo_id or "", revision=spec.revision or "",
                                    commit=commit, local_dir=spec.local_dir, files=selected))
     return plans

@@ -104,12 +104,12 @@ def test_gated_repo_without_token_fails_naming_the_token_variable(hub, tmp_path)
     with pytest.raises(WeightsError) as error:
         _run(hub.url, _specs(tmp_path, target=fixtures.TARGET_GATED))
     assert "is gated" in str(error.value)
-    assert "weights_hf_token" in str(error.value)
+    assert "model_weights_hf_token" in str(error.value)
     assert not (tmp_path / "drafter").exists()
 
 
 def test_gated_repo_with_a_wrong_token_is_rejected(hub, tmp_path):
-    with pytest.raises(WeightsError, match=r"rejected the token \(HTTP 401\): check weights_hf_token"):
+    with pytest.raises(WeightsError, match=r"rejected the token \(HTTP 401\): check model_weights_hf_token"):
         _run(hub.url, _specs(tmp_path, target=fixtures.TARGET_GATED), token="hf_wrong")
 
 
@@ -120,12 +120,12 @@ def test_gated_repo_with_the_token_downloads(hub, tmp_path):
 
 
 def test_unknown_repo_fails_naming_the_repo_variable(hub, tmp_path):
-    with pytest.raises(WeightsError, match=r"target: repository specgate-fixtures/nope not found .*_target_repo"):
+    with pytest.raises(WeightsError, match=r"repository specgate-fixtures/nope not found .*model_weights_target_repo"):
         _run(hub.url, _specs(tmp_path, target=f"{fixtures.ORG}/nope"))
 
 
 def test_unknown_revision_fails_naming_the_revision_variable(hub, tmp_path):
-    with pytest.raises(WeightsError, match=r"revision 'v9' not found .*weights_target_revision"):
+    with pytest.raises(WeightsError, match=r"revision 'v9' not found .*model_weights_target_revision"):
         _run(hub.url, _specs(tmp_path, revision="v9"))
 
 
@@ -213,9 +213,9 @@ def test_prestaged_directory_missing_a_shard_fails(hub_root, tmp_path):
 @pytest.mark.parametrize(
     ("specs", "reason"),
     [
-        ([SnapshotSpec(name="target", local_dir="/m/t", repo_id="", revision="main")], "weights_target_repo is empty"),
+        ([SnapshotSpec(name="target", local_dir="/m", repo_id="", revision="x")], "model_weights_target_repo is empty"),
         ([SnapshotSpec(name="target", local_dir="/m/t", repo_id="a/b/c", revision="main")], "is not 'org/name'"),
-        ([SnapshotSpec(name="target", local_dir="/m/t", repo_id="a/b")], "weights_target_revision is empty"),
+        ([SnapshotSpec(name="target", local_dir="/m/t", repo_id="a/b")], "model_weights_target_revision is empty"),
         ([SnapshotSpec(name="target", local_dir="m/t", repo_id="a/b", revision="x")], "must be an absolute path"),
         ([SnapshotSpec(name="target", local_dir="/m", repo_id="a/b", revision="x", local_path="/p")], "not both"),
         ([SnapshotSpec(name="target", local_dir="/m", repo_id="a/b", revision="x"),

@@ -1,0 +1,42 @@
+"""Filters: deployment vars → SGLang `--config` content and engine environment (logic in sglang_flags)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import ansible.module_utils
+from ansible.errors import AnsibleFilterError
+
+# ansible.cfg's module_utils path is only searched when Ansible packages a module; a controller-side plugin
+# must put the project's module_utils on the package path itself to share the logic with the modules.
+_PROJECT_MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_utils")
+if _PROJECT_MODULE_UTILS not in ansible.module_utils.__path__:
+    ansible.module_utils.__path__.append(_PROJECT_MODULE_UTILS)
+
+from ansible.module_utils.specgate.sglang_flags import (  # noqa: E402 - needs the path set above
+    SglangConfigError,
+    engine_env,
+    server_config,
+)
+
+
+def sglang_server_config(deployment: dict[str, Any], sglang_version: str) -> dict[str, Any]:
+    """`{{ deployment | sglang_server_config(version) }}` → dict of SGLang flag names (dashes) to values."""
+    try:
+        return server_config(deployment, sglang_version)
+    except SglangConfigError as error:
+        raise AnsibleFilterError(str(error)) from error
+
+
+def sglang_engine_env(deployment: dict[str, Any], sglang_version: str) -> dict[str, str]:
+    """`{{ deployment | sglang_engine_env(version) }}` → environment variables for the engine."""
+    try:
+        return engine_env(deployment, sglang_version)
+    except SglangConfigError as error:
+        raise AnsibleFilterError(str(error)) from error
+
+
+class FilterModule:
+    def filters(self) -> dict[str, Any]:
+        return {"sglang_server_config": sglang_server_config, "sglang_engine_env": sglang_engine_env}

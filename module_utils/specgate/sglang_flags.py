@@ -1,0 +1,441 @@
+"""Translate a deployment (in the user's words) into SGLang's `--config` YAML content and engine environment.
+
+Flag spellings change between SGLang releases (shared docs: sglang-reference.md, "Flag history that bites"),
+so every rendering is for one named SGLang version. A version string is `X.Y.Z`, optionally with the local
+label `+ddtree` (`0.5.23+ddtree`) when the install carries the DDTree pull request (sgl-project/sglang#29907):
+DDTREE is rendered only for such an install, because no SGLang release knows it.
+
+Errors name the `sglang_service_*` variable to change; they are raised as `SglangConfigError`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+VAR_PREFIX = "sglang_service_"
+
+# Deployment keys, in the order their flags are rendered (a stable order keeps the release hash stable).
+DEPLOYMENT_KEYS = (
+    "model_path",
+    "served_model_name",
+    "host",
+    "port",
+    "algorithm",
+    "drafter_path",
+    "drafter_revision",
+    "block_size",
+    "ddtree_budget",
+    "ddtree_topk",
+    "draft_window",
+    "num_steps",
+    "eagle_topk",
+    "num_draft_tokens",
+    "tp_size",
+    "ep_size",
+    "pp_size",
+    "dp_size",
+    "attn_dp_size",
+    "enable_dp_lm_head",
+    "moe_a2a_backend",
+    "attention_backend",
+    "draft_attention_backend",
+    "cuda_graph",
+    "cuda_graph_max_bs",
+    "context_length",
+    "mem_fraction_static",
+    "max_running_requests",
+    "chunked_prefill_size",
+    "kv_cache_dtype",
+    "sampling_backend",
+    "enable_metrics",
+    "trust_remote_code",
+    "tool_call_parser",
+    "reasoning_parser",
+    "random_seed",
+    "extra_args",
+)
+
+ALGORITHMS = ("none", "DFLASH", "DDTREE", "EAGLE3", "NEXTN")
+DFLASH_FAMILY = ("DFLASH", "DDTREE")
+EAGLE_FAMILY = ("EAGLE3", "NEXTN")
+# Keys that only mean something for some algorithms: (key, algorithms it applies to).
+SPEC_KEYS = {
+    "block_size": DFLASH_FAMILY,
+    "ddtree_budget": ("DDTREE",),
+    "ddtree_topk": ("DDTREE",),
+    "draft_window": DFLASH_FAMILY,
+    "num_steps": EAGLE_FAMILY,
+    "eagle_topk": EAGLE_FAMILY,
+    "num_draft_tokens": ALGORITHMS[1:],
+    "draft_attention_backend": ALGORITHMS[1:],
+}
+# drafter_path/_revision are not in SPEC_KEYS: they usually come from the model_weights facts whatever the
+# profile, so with algorithm "none" they are simply not rendered.
+
+# One row per SGLang release specgate renders for. Only releases whose spellings were read from the wheel
+# and are resolved by the peer tests belong here.
+#   window: the draft-window key its --config loader accepts (0.5.15/0.5.19 refuse the new name in YAML)
+#   max_bs: the CUDA-graph max batch size key (0.5.23 made the old one ambiguous)
+#   attn_dp: "attn-dp-size" (0.5.23) or "enable-dp-attention" (older: --dp-size N --enable-dp-attention)
+#   graph_off: keys that switch CUDA graphs off
+@dataclass(frozen=True)
+class VersionRules:
+    window: str
+    max_bs: str
+    attn_dp: str
+    graph_off: tuple[tuple[str, Any], ...]
+
+
+VERSION_RULES: dict[str, VersionRules] = {
+    "0.5.11": VersionRules(
+        window="speculative-dflash-draft-window-size",
+        max_bs="cuda-graph-max-bs",
+        attn_dp="enable-dp-attention",
+        graph_off=(("disable-cuda-graph", True),),
+    ),
+    "0.5.19": VersionRules(
+        window="speculative-dflash-draft-window-size",
+        max_bs="cuda-graph-max-bs",
+        attn_dp="enable-dp-attention",
+        graph_off=(("cuda-graph-backend-decode", "disabled"),),
+    ),
+    "0.5.23": VersionRules(
+        window="speculative-draft-window-size",
+        max_bs="cuda-graph-max-bs-decode",
+        attn_dp="attn-dp-size",
+        graph_off=(("cuda-graph-backend-decode", "disabled"), ("cuda-graph-backend-prefill", "disabled")),
+    ),
+}
+SUPPORTED_VERSIONS = tuple(VERSION_RULES)
+
+# Keys rendered one to one (deployment key → flag), after type checks.
+_DIRECT = {
+    "model_path": "model-path",
+    "served_model_name": "served-model-name",
+    "host": "host",
+    "port": "port",
+    "tp_size": "tp-size",
+    "ep_size": "ep-size",
+    "pp_size": "pp-size",
+    "moe_a2a_backend": "moe-a2a-backend",
+    "attention_backend": "attention-backend",
+    "context_length": "context-length",
+    "mem_fraction_static": "mem-fraction-static",
+    "max_running_requests": "max-running-requests",
+    "chunked_prefill_size": "chunked-prefill-size",
+    "kv_cache_dtype": "kv-cache-dtype",
+    "sampling_backend": "sampling-backend",
+    "enable_metrics": "enable-metrics",
+    "trust_remote_code": "trust-remote-code",
+    "tool_call_parser": "tool-call-parser",
+    "reasoning_parser": "reasoning-parser",
+    "random_seed": "random-seed",
+    "enable_dp_lm_head": "enable-dp-lm-head",
+}
+
+_POSITIVE_INTS = (
+    "port",
+    "block_size",
+    "ddtree_budget",
+    "ddtree_topk",
+    "draft_window",
+    "num_steps",
+    "eagle_topk",
+    "num_draft_tokens",
+    "tp_size",
+    "ep_size",
+    "pp_size",
+    "dp_size",
+    "attn_dp_size",
+    "cuda_graph_max_bs",
+    "context_length",
+    "max_running_requests",
+)
+# chunked_prefill_size -1 means "no chunking" to SGLang; random_seed 0 is a seed.
+_INTS = ("chunked_prefill_size", "random_seed")
+_BOOLS = ("enable_dp_lm_head", "cuda_graph", "enable_metrics", "trust_remote_code")
+_STRINGS = (
+    "model_path",
+    "served_model_name",
+    "host",
+    "drafter_path",
+    "drafter_revision",
+    "moe_a2a_backend",
+    "attention_backend",
+    "draft_attention_backend",
+    "kv_cache_dtype",
+    "sampling_backend",
+    "tool_call_parser",
+    "reasoning_parser",
+)
+_FLAG_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+_VERSION = re.compile(r"^(\d+\.\d+\.\d+)(\+ddtree)?$")
+
+
+class SglangConfigError(ValueError):
+    """A deployment that specgate refuses to render; the message names the variable and the fix."""
+
+
+@dataclass(frozen=True)
+class SglangTarget:
+    """The SGLang install a config is rendered for."""
+
+    release: str
+    ddtree: bool
+
+    @property
+    def rules(self) -> VersionRules:
+        return VERSION_RULES[self.release]
+
+
+def var(key: str) -> str:
+    """The user-facing variable name of a deployment key."""
+    return VAR_PREFIX + key
+
+
+def parse_sglang_version(text: Any) -> SglangTarget:
+    """`0.5.23` → stock release; `0.5.23+ddtree` → that release with the DDTree PR applied."""
+    match = _VERSION.match(str(text).strip()) if isinstance(text, str) else None
+    if match is None:
+        raise SglangConfigError(
+            f"{var('sglang_version')}: {text!r} is not an SGLang version; write X.Y.Z, or X.Y.Z+ddtree when the "
+            "install carries the DDTree pull request (sgl-project/sglang#29907)"
+        )
+    release = match.group(1)
+    if release not in VERSION_RULES:
+        raise SglangConfigError(
+            f"{var('sglang_version')}: SGLang {release} is not a version specgate renders configs for "
+            f"(supported: {', '.join(SUPPORTED_VERSIONS)}); pin the SGLang version (sglang_env) to one of them"
+        )
+    return SglangTarget(release=release, ddtree=match.group(2) is not None)
+
+
+def _normalise(deployment: Any) -> dict[str, Any]:
+    if not isinstance(deployment, dict):
+        raise SglangConfigError(f"the deployment must be a mapping of {VAR_PREFIX}* values, got {type(deployment)}")
+    unknown = sorted(set(deployment) - set(DEPLOYMENT_KEYS))
+    if unknown:
+        raise SglangConfigError(
+            f"unknown deployment keys {unknown}; known: {', '.join(DEPLOYMENT_KEYS)} "
+            f"(SGLang flags without a {VAR_PREFIX}* variable go in {var('extra_args')})"
+        )
+    values = {key: deployment.get(key) for key in DEPLOYMENT_KEYS}
+    for key in _POSITIVE_INTS:
+        value = values[key]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise SglangConfigError(f"{var(key)} must be a positive integer or null, got {value!r}")
+    for key in _INTS:
+        value = values[key]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise SglangConfigError(f"{var(key)} must be an integer or null, got {value!r}")
+    for key in _BOOLS:
+        value = values[key]
+        if value is not None and not isinstance(value, bool):
+            raise SglangConfigError(f"{var(key)} must be true, false or null, got {value!r}")
+    for key in _STRINGS:
+        value = values[key]
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise SglangConfigError(f"{var(key)} must be a non-empty string or null, got {value!r}")
+    if values["port"] is not None and values["port"] > 65535:
+        raise SglangConfigError(f"{var('port')} must be a TCP port (1-65535), got {values['port']}")
+    fraction = values["mem_fraction_static"]
+    if fraction is not None and (isinstance(fraction, bool) or not isinstance(fraction, int | float)
+                                 or not 0 < fraction < 1):
+        raise SglangConfigError(f"{var('mem_fraction_static')} must be a number between 0 and 1, got {fraction!r}")
+    if values["model_path"] is None:
+        raise SglangConfigError(f"{var('model_path')} is required: the target model's directory on the host")
+    if values["algorithm"] is None:
+        values["algorithm"] = "none"
+    if values["algorithm"] not in ALGORITHMS:
+        raise SglangConfigError(
+            f"{var('algorithm')} must be one of {', '.join(ALGORITHMS)}, got {values['algorithm']!r}"
+        )
+    if values["extra_args"] is None:
+        values["extra_args"] = {}
+    if not isinstance(values["extra_args"], dict):
+        raise SglangConfigError(f"{var('extra_args')} must be a mapping of SGLang flag name to value")
+    return values
+
+
+def _check_speculative(values: dict[str, Any], target: SglangTarget) -> None:
+    algorithm = values["algorithm"]
+    for key, applies_to in SPEC_KEYS.items():
+        if values[key] is not None and algorithm not in applies_to:
+            raise SglangConfigError(
+                f"{var(key)} applies to {'/'.join(applies_to)} only, but {var('algorithm')} is {algorithm}; "
+                "set it to null (each profile in configs/profiles sets every speculative variable)"
+            )
+    if algorithm == "none":
+        return
+    if algorithm == "DDTREE" and not target.ddtree:
+        raise SglangConfigError(
+            f"{var('algorithm')} DDTREE needs an SGLang install carrying the DDTree pull request "
+            f"(sgl-project/sglang#29907); SGLang {target.release} as installed does not have it. Install the patched "
+            f"SGLang and pass the version as {target.release}+ddtree, or choose DFLASH"
+        )
+    if algorithm in ("DFLASH", "DDTREE", "EAGLE3") and values["drafter_path"] is None:
+        raise SglangConfigError(f"{var('drafter_path')} is required with {var('algorithm')} {algorithm}")
+    if algorithm in DFLASH_FAMILY:
+        _check_dflash_family(values)
+
+
+def _check_dflash_family(values: dict[str, Any]) -> None:
+    block, tokens = values["block_size"], values["num_draft_tokens"]
+    if block is not None and tokens is not None and block != tokens:
+        raise SglangConfigError(
+            f"{var('block_size')} ({block}) and {var('num_draft_tokens')} ({tokens}) must match for "
+            f"{values['algorithm']} (the draft tokens are the block); set only {var('block_size')}"
+        )
+    block = block if block is not None else tokens
+    if values["pp_size"] is not None and values["pp_size"] != 1:
+        raise SglangConfigError(
+            f"{var('pp_size')} must be 1 with {values['algorithm']} (SGLang: DFLASH only supports pp_size == 1); "
+            f"use {var('tp_size')}/{var('ep_size')}"
+        )
+    window = values["draft_window"]
+    if window is not None and block is not None and window < block:
+        raise SglangConfigError(
+            f"{var('draft_window')} ({window}) must be >= {var('block_size')} ({block}), or null for no window"
+        )
+    attn_dp = values["attn_dp_size"]
+    if attn_dp is not None and attn_dp > 1 and not values["enable_dp_lm_head"]:
+        raise SglangConfigError(
+            f"{var('enable_dp_lm_head')} must be true when {var('attn_dp_size')} > 1 with {values['algorithm']} "
+            "(SGLang: DFLASH with dp attention requires --enable-dp-lm-head)"
+        )
+
+
+def _speculative_flags(values: dict[str, Any], target: SglangTarget) -> dict[str, Any]:
+    algorithm = values["algorithm"]
+    if algorithm == "none":
+        return {}
+    flags: dict[str, Any] = {"speculative-algorithm": algorithm}
+    if values["drafter_path"] is not None:
+        flags["speculative-draft-model-path"] = values["drafter_path"]
+    if values["drafter_revision"] is not None:
+        flags["speculative-draft-model-revision"] = values["drafter_revision"]
+    if algorithm in DFLASH_FAMILY:
+        if values["block_size"] is not None:
+            flags["speculative-dflash-block-size"] = values["block_size"]
+        elif values["num_draft_tokens"] is not None:
+            flags["speculative-num-draft-tokens"] = values["num_draft_tokens"]
+        if values["ddtree_budget"] is not None:
+            flags["speculative-ddtree-budget"] = values["ddtree_budget"]
+        if values["draft_window"] is not None:
+            flags[target.rules.window] = values["draft_window"]
+    else:
+        for key, flag in (
+            ("num_steps", "speculative-num-steps"),
+            ("eagle_topk", "speculative-eagle-topk"),
+            ("num_draft_tokens", "speculative-num-draft-tokens"),
+        ):
+            if values[key] is not None:
+                flags[flag] = values[key]
+    if values["draft_attention_backend"] is not None:
+        flags["speculative-draft-attention-backend"] = values["draft_attention_backend"]
+    return flags
+
+
+def _parallel_flags(values: dict[str, Any], target: SglangTarget) -> dict[str, Any]:
+    flags: dict[str, Any] = {}
+    attn_dp, dp = values["attn_dp_size"], values["dp_size"]
+    if attn_dp is not None and attn_dp > 1 and target.rules.attn_dp == "enable-dp-attention":
+        # Before 0.5.23 attention-DP is spelled `--dp-size N --enable-dp-attention`: one number for both.
+        if dp is not None and dp != attn_dp:
+            raise SglangConfigError(
+                f"SGLang {target.release} has no separate attention-DP width: {var('dp_size')} ({dp}) and "
+                f"{var('attn_dp_size')} ({attn_dp}) must be equal or {var('dp_size')} null"
+            )
+        flags["dp-size"] = attn_dp
+        flags["enable-dp-attention"] = True
+        return flags
+    if dp is not None:
+        flags["dp-size"] = dp
+    if attn_dp is not None and target.rules.attn_dp == "attn-dp-size":
+        flags["attn-dp-size"] = attn_dp
+    return flags
+
+
+def _cuda_graph_flags(values: dict[str, Any], target: SglangTarget) -> dict[str, Any]:
+    if values["cuda_graph"] is False:
+        if values["cuda_graph_max_bs"] is not None:
+            raise SglangConfigError(
+                f"{var('cuda_graph_max_bs')} has no effect with {var('cuda_graph')} false; set it to null"
+            )
+        return dict(target.rules.graph_off)
+    if values["cuda_graph_max_bs"] is not None:
+        return {target.rules.max_bs: values["cuda_graph_max_bs"]}
+    return {}
+
+
+def _extra_flags(extra: dict[str, Any], rendered: dict[str, Any]) -> dict[str, Any]:
+    flags: dict[str, Any] = {}
+    for name, value in extra.items():
+        if not isinstance(name, str) or not _FLAG_NAME.match(name):
+            raise SglangConfigError(
+                f"{var('extra_args')}: {name!r} is not an SGLang flag name; write it as SGLang spells it, "
+                "with dashes and without the leading '--' (e.g. enable-eplb: true)"
+            )
+        if name in rendered:
+            raise SglangConfigError(
+                f"{var('extra_args')}: {name!r} is already rendered from a {VAR_PREFIX}* variable; set that variable "
+                "instead of repeating the flag"
+            )
+        if value is None:
+            continue
+        flags[name] = value
+    return flags
+
+
+def server_config(deployment: dict[str, Any], sglang_version: str) -> dict[str, Any]:
+    """The `--config` YAML content for one SGLang version: flag names with dashes, typed values.
+
+    A null deployment value leaves SGLang's default (the key is not rendered).
+    """
+    target = parse_sglang_version(sglang_version)
+    values = _normalise(deployment)
+    _check_speculative(values, target)
+    config: dict[str, Any] = {}
+    for key in ("model_path", "served_model_name", "host", "port"):
+        if values[key] is not None:
+            config[_DIRECT[key]] = values[key]
+    config.update(_speculative_flags(values, target))
+    for key in ("tp_size", "ep_size", "pp_size"):
+        if values[key] is not None:
+            config[_DIRECT[key]] = values[key]
+    config.update(_parallel_flags(values, target))
+    for key in (
+        "enable_dp_lm_head",
+        "moe_a2a_backend",
+        "attention_backend",
+        "context_length",
+        "mem_fraction_static",
+        "max_running_requests",
+        "chunked_prefill_size",
+        "kv_cache_dtype",
+        "sampling_backend",
+        "enable_metrics",
+        "trust_remote_code",
+        "tool_call_parser",
+        "reasoning_parser",
+        "random_seed",
+    ):
+        if values[key] is not None:
+            config[_DIRECT[key]] = values[key]
+    config.update(_cuda_graph_flags(values, target))
+    config.update(_extra_flags(values["extra_args"], config))
+    return config
+
+
+def engine_env(deployment: dict[str, Any], sglang_version: str) -> dict[str, str]:
+    """Environment the engine needs beyond its config file (string values, as systemd takes them)."""
+    target = parse_sglang_version(sglang_version)
+    values = _normalise(deployment)
+    _check_speculative(values, target)
+    env: dict[str, str] = {}
+    if values["algorithm"] == "DDTREE" and values["ddtree_topk"] is not None:
+        # sgl-project/sglang#29907 reads the per-depth candidate count from the environment, not from a flag.
+        env["SGLANG_DDTREE_MAX_TOPK"] = str(values["ddtree_topk"])
+    return env

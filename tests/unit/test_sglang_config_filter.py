@@ -1,0 +1,23 @@
+"""The Jinja filters the sglang_service role renders releases with."""
+
+from __future__ import annotations
+
+import pytest
+from ansible.errors import AnsibleFilterError
+from sglang_config import FilterModule
+
+
+def test_filters_are_registered_under_the_names_the_role_uses():
+    assert set(FilterModule().filters()) == {"sglang_server_config", "sglang_engine_env"}
+
+
+def test_server_config_filter_renders_for_the_given_version():
+    render = FilterModule().filters()["sglang_server_config"]
+    rendered = render({"model_path": "/m", "cuda_graph_max_bs": 8}, "0.5.19")
+    assert rendered == {"model-path": "/m", "cuda-graph-max-bs": 8}
+
+
+def test_refusals_surface_as_filter_errors_naming_the_variable():
+    render = FilterModule().filters()["sglang_engine_env"]
+    with pytest.raises(AnsibleFilterError, match="sglang_service_drafter_path"):
+        render({"model_path": "/m", "algorithm": "DFLASH"}, "0.5.23")

@@ -1,0 +1,250 @@
+"""Deployment vars → SGLang --config content, per SGLang version (spellings: sglang-reference.md flag history)."""
+
+from __future__ import annotations
+
+import pytest
+from ansible.module_utils.specgate.sglang_flags import (
+    DEPLOYMENT_KEYS,
+    SUPPORTED_VERSIONS,
+    SglangConfigError,
+    engine_env,
+    parse_sglang_version,
+    server_config,
+)
+
+TARGET = "/models/kimi-k2.6"
+DRAFTER = "/models/kimi-k2.6-dflash"
+
+
+def dflash(**overrides):
+    deployment = {"model_path": TARGET, "algorithm": "DFLASH", "drafter_path": DRAFTER, "block_size": 8}
+    deployment.update(overrides)
+    return deployment
+
+
+def ddtree(**overrides):
+    return dflash(algorithm="DDTREE", ddtree_budget=8, ddtree_topk=4, **overrides)
+
+
+def test_null_values_are_not_rendered_so_sglang_keeps_its_defaults():
+    deployment = dict.fromkeys(DEPLOYMENT_KEYS)
+    deployment["model_path"] = TARGET
+    assert server_config(deployment, "0.5.23") == {"model-path": TARGET}
+
+
+def test_every_rendered_key_uses_dashes_and_values_keep_their_types():
+    config = server_config(
+        dflash(port=30000, tp_size=8, mem_fraction_static=0.85, enable_metrics=True, trust_remote_code=True),
+        "0.5.23",
+    )
+    assert all("_" not in key for key in config)
+    assert config["port"] == 30000
+    assert config["mem-fraction-static"] == 0.85
+    assert config["enable-metrics"] is True
+    assert config["speculative-dflash-block-size"] == 8
+
+
+@pytest.mark.parametrize(
+    ("version", "key"),
+    [
+        ("0.5.11", "speculative-dflash-draft-window-size"),
+        ("0.5.19", "speculative-dflash-draft-window-size"),
+        ("0.5.23", "speculative-draft-window-size"),
+    ],
+)
+def test_draft_window_is_spelled_as_each_versions_config_loader_accepts(version, key):
+    config = server_config(dflash(draft_window=2048), version)
+    assert config[key] == 2048
+    assert {"speculative-draft-window-size", "speculative-dflash-draft-window-size"} & set(config) == {key}
+
+
+def test_no_draft_window_renders_no_window_key():
+    config = server_config(dflash(draft_window=None), "0.5.23")
+    assert not [key for key in config if "window" in key]
+
+
+@pytest.mark.parametrize(
+    ("version", "key"),
+    [("0.5.11", "cuda-graph-max-bs"), ("0.5.19", "cuda-graph-max-bs"), ("0.5.23", "cuda-graph-max-bs-decode")],
+)
+def test_cuda_graph_max_bs_spelling_per_version(version, key):
+    assert server_config(dflash(cuda_graph_max_bs=16), version)[key] == 16
+
+
+@pytest.mark.parametrize(
+    ("version", "expected"),
+    [
+        ("0.5.11", {"disable-cuda-graph": True}),
+        ("0.5.19", {"cuda-graph-backend-decode": "disabled"}),
+        ("0.5.23", {"cuda-graph-backend-decode": "disabled", "cuda-graph-backend-prefill": "disabled"}),
+    ],
+)
+def test_cuda_graph_off_uses_keys_the_versions_config_loader_accepts(version, expected):
+    config = server_config(dflash(cuda_graph=False), version)
+    assert {key: config[key] for key in expected} == expected
+    assert "disable-cuda-graph" not in config or version == "0.5.11"
+
+
+def test_cuda_graph_on_renders_nothing_because_it_is_sglangs_default():
+    assert not [key for key in server_config(dflash(cuda_graph=True), "0.5.23") if "cuda-graph" in key]
+
+
+def test_cuda_graph_max_bs_with_graphs_off_is_refused():
+    with pytest.raises(SglangConfigError, match="sglang_service_cuda_graph_max_bs"):
+        server_config(dflash(cuda_graph=False, cuda_graph_max_bs=16), "0.5.23")
+
+
+def test_attention_dp_is_attn_dp_size_on_0_5_23():
+    config = server_config(dflash(tp_size=8, attn_dp_size=8, enable_dp_lm_head=True), "0.5.23")
+    assert config["attn-dp-size"] == 8
+    assert "enable-dp-attention" not in config
+    assert "dp-size" not in config
+
+
+@pytest.mark.parametrize("version", ["0.5.11", "0.5.19"])
+def test_attention_dp_is_dp_size_with_enable_dp_attention_before_0_5_23(version):
+    config = server_config(dflash(tp_size=8, attn_dp_size=8, enable_dp_lm_head=True), version)
+    assert config["dp-size"] == 8
+    assert config["enable-dp-attention"] is True
+    assert "attn-dp-size" not in config
+
+
+def test_separate_dp_and_attention_dp_widths_are_refused_where_sglang_has_one_number():
+    with pytest.raises(SglangConfigError, match="sglang_service_dp_size"):
+        server_config(dflash(tp_size=8, dp_size=2, attn_dp_size=8, enable_dp_lm_head=True), "0.5.19")
+
+
+def test_attention_dp_with_dflash_needs_dp_lm_head():
+    with pytest.raises(SglangConfigError, match="sglang_service_enable_dp_lm_head"):
+        server_config(dflash(tp_size=8, attn_dp_size=8), "0.5.23")
+
+
+def test_dflash_refuses_pipeline_parallelism():
+    with pytest.raises(SglangConfigError, match="sglang_service_pp_size"):
+        server_config(dflash(pp_size=2), "0.5.23")
+
+
+def test_block_size_and_draft_tokens_must_agree_for_dflash():
+    with pytest.raises(SglangConfigError, match="sglang_service_num_draft_tokens"):
+        server_config(dflash(block_size=8, num_draft_tokens=16), "0.5.23")
+
+
+def test_draft_tokens_alone_render_as_num_draft_tokens_for_dflash():
+    config = server_config(dflash(block_size=None, num_draft_tokens=16), "0.5.23")
+    assert config["speculative-num-draft-tokens"] == 16
+    assert "speculative-dflash-block-size" not in config
+
+
+def test_window_smaller_than_block_is_refused():
+    with pytest.raises(SglangConfigError, match="sglang_service_draft_window"):
+        server_config(dflash(block_size=16, draft_window=8), "0.5.23")
+
+
+@pytest.mark.parametrize("value", [0, -1, True, "8", 8.0])
+def test_block_size_must_be_a_positive_integer(value):
+    with pytest.raises(SglangConfigError, match="sglang_service_block_size must be a positive integer"):
+        server_config(dflash(block_size=value), "0.5.23")
+
+
+@pytest.mark.parametrize("algorithm", ["DFLASH", "DDTREE", "EAGLE3"])
+def test_algorithms_with_a_separate_drafter_need_its_path(algorithm):
+    with pytest.raises(SglangConfigError, match="sglang_service_drafter_path is required"):
+        server_config(dflash(algorithm=algorithm, drafter_path=None, block_size=None), "0.5.23+ddtree")
+
+
+def test_ddtree_renders_algorithm_budget_and_block_size_on_a_patched_install():
+    config = server_config(ddtree(), "0.5.23+ddtree")
+    assert config["speculative-algorithm"] == "DDTREE"
+    assert config["speculative-ddtree-budget"] == 8
+    assert config["speculative-dflash-block-size"] == 8
+
+
+def test_ddtree_top_k_reaches_the_engine_through_its_environment():
+    assert engine_env(ddtree(), "0.5.23+ddtree") == {"SGLANG_DDTREE_MAX_TOPK": "4"}
+    assert not [key for key in server_config(ddtree(), "0.5.23+ddtree") if "topk" in key]
+
+
+def test_ddtree_on_a_stock_release_is_refused_naming_the_algorithm_and_the_fix():
+    with pytest.raises(SglangConfigError, match=r"sglang_service_algorithm DDTREE.*0\.5\.23\+ddtree"):
+        server_config(ddtree(), "0.5.23")
+
+
+def test_engine_env_is_empty_without_ddtree():
+    assert engine_env(dflash(), "0.5.23") == {}
+
+
+@pytest.mark.parametrize(("key", "value"), [("ddtree_budget", 8), ("ddtree_topk", 4), ("num_steps", 3)])
+def test_knobs_of_another_algorithm_are_refused_not_silently_dropped(key, value):
+    with pytest.raises(SglangConfigError, match=f"sglang_service_{key} applies to"):
+        server_config(dflash(**{key: value}), "0.5.23")
+
+
+def test_no_speculation_renders_no_speculative_flag_even_with_a_drafter_on_disk():
+    config = server_config({"model_path": TARGET, "algorithm": "none", "drafter_path": DRAFTER}, "0.5.23")
+    assert not [key for key in config if key.startswith("speculative")]
+
+
+def test_eagle3_renders_steps_topk_and_draft_tokens():
+    config = server_config(
+        {"model_path": TARGET, "algorithm": "EAGLE3", "drafter_path": DRAFTER, "num_steps": 3, "eagle_topk": 1,
+         "num_draft_tokens": 4},
+        "0.5.19",
+    )
+    assert config["speculative-num-steps"] == 3
+    assert config["speculative-eagle-topk"] == 1
+    assert config["speculative-num-draft-tokens"] == 4
+
+
+def test_extra_args_are_rendered_last():
+    config = server_config(dflash(extra_args={"enable-eplb": True, "deepep-mode": "auto"}), "0.5.23")
+    assert list(config)[-2:] == ["enable-eplb", "deepep-mode"]
+
+
+@pytest.mark.parametrize("name", ["--enable-eplb", "enable_eplb", "Enable-EPLB", ""])
+def test_extra_args_must_be_spelled_like_sglang_flags(name):
+    with pytest.raises(SglangConfigError, match="sglang_service_extra_args"):
+        server_config(dflash(extra_args={name: True}), "0.5.23")
+
+
+def test_extra_args_cannot_override_a_flag_rendered_from_a_variable():
+    with pytest.raises(SglangConfigError, match="already rendered"):
+        server_config(dflash(tp_size=8, extra_args={"tp-size": 4}), "0.5.23")
+
+
+def test_unknown_deployment_keys_are_refused():
+    with pytest.raises(SglangConfigError, match="unknown deployment keys"):
+        server_config(dflash(blocksize=8), "0.5.23")
+
+
+def test_missing_model_path_is_refused():
+    with pytest.raises(SglangConfigError, match="sglang_service_model_path is required"):
+        server_config({"algorithm": "none"}, "0.5.23")
+
+
+@pytest.mark.parametrize("fraction", [0, 1, 1.5, "0.8"])
+def test_mem_fraction_must_be_between_zero_and_one(fraction):
+    with pytest.raises(SglangConfigError, match="sglang_service_mem_fraction_static"):
+        server_config(dflash(mem_fraction_static=fraction), "0.5.23")
+
+
+def test_unknown_algorithm_is_refused():
+    with pytest.raises(SglangConfigError, match="sglang_service_algorithm must be one of"):
+        server_config(dflash(algorithm="dflash"), "0.5.23")
+
+
+@pytest.mark.parametrize("version", ["0.5.10", "0.5.22", "0.6.0"])
+def test_unsupported_sglang_versions_are_refused_with_the_supported_list(version):
+    with pytest.raises(SglangConfigError, match=r"supported: 0\.5\.11, 0\.5\.19, 0\.5\.23"):
+        server_config(dflash(), version)
+
+
+@pytest.mark.parametrize("text", ["0.5", "v0.5.23", "0.5.23+cu130", None, 5])
+def test_malformed_versions_are_refused(text):
+    with pytest.raises(SglangConfigError, match="not an SGLang version"):
+        parse_sglang_version(text)
+
+
+def test_supported_versions_have_rules():
+    assert SUPPORTED_VERSIONS == ("0.5.11", "0.5.19", "0.5.23")
+    assert parse_sglang_version("0.5.19+ddtree").ddtree
+    assert not parse_sglang_version("0.5.19").ddtree

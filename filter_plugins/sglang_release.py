@@ -1,0 +1,91 @@
+"""Filters for the sglang_service role: release label, release id, and the identity a release must report.
+
+Self-contained (no module_utils import): Ansible loads filter plugins without the project's module_utils
+on the import path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ansible.errors import AnsibleFilterError
+
+_LABEL_OK = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+
+# (deployment key, label prefix) in the order they appear in a label, as the field notes wrote them
+# (bs16-b32-t8: block size, budget, top-k).
+_LABEL_PARTS = (
+    ("block_size", "bs"),
+    ("ddtree_budget", "b"),
+    ("ddtree_topk", "t"),
+    ("num_steps", "s"),
+    ("eagle_topk", "k"),
+    ("num_draft_tokens", "n"),
+    ("draft_window", "w"),
+)
+
+
+def sglang_release_label(deployment: Mapping[str, Any], label: str | None = None) -> str:
+    """A readable name for a release: the user's label, or the speculative settings in short form."""
+    if label:
+        text = str(label)
+        if not _LABEL_OK.match(text):
+            raise AnsibleFilterError(
+                f"sglang_service_release_label {text!r} must be lowercase letters, digits, '.', '_' or '-' "
+                "(at most 64, starting with a letter or digit): it names a directory on the host"
+            )
+        return text
+    algorithm = str(deployment.get("algorithm") or "none")
+    if algorithm.lower() == "none":
+        return "nospec"
+    parts = [algorithm.lower()]
+    for key, prefix in _LABEL_PARTS:
+        value = deployment.get(key)
+        if value is not None:
+            parts.append(f"{prefix}{value}")
+    return "-".join(parts)
+
+
+def sglang_release_id(content: Mapping[str, Any], label: str) -> str:
+    """``<label>-<10 hex>``: the hash covers everything that decides how the engine starts, the label does not."""
+    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), default=str)
+    return f"{label}-{hashlib.sha256(canonical.encode()).hexdigest()[:10]}"
+
+
+def sglang_public_config(server_config: Mapping[str, Any], secret_flags: list[str]) -> dict[str, Any]:
+    """The server config without secrets: what server.yaml holds, what diffs and the release id see."""
+    secrets = {flag.replace("_", "-") for flag in secret_flags}
+    return {flag: value for flag, value in server_config.items() if flag.replace("_", "-") not in secrets}
+
+
+def sglang_identity(
+    public_config: Mapping[str, Any], resolved: Mapping[str, Any] | None, ignore: list[str] | None = None
+) -> dict[str, Any]:
+    """Settings /server_info must report once the release serves, keyed by SGLang's field names.
+
+    Where SGLang's resolver normalised a value (``128k`` → 131072, ``NEXTN`` → ``EAGLE``) the resolved
+    value is what the server reports, so it wins over the rendered one.
+    """
+    skip = {name.replace("-", "_") for name in ignore or []}
+    resolved = resolved or {}
+    identity = {}
+    for flag, value in public_config.items():
+        field = flag.replace("-", "_")
+        if field in skip:
+            continue
+        identity[field] = resolved.get(field, value)
+    return identity
+
+
+class FilterModule:
+    def filters(self) -> dict[str, Any]:
+        return {
+            "sglang_release_label": sglang_release_label,
+            "sglang_release_id": sglang_release_id,
+            "sglang_public_config": sglang_public_config,
+            "sglang_identity": sglang_identity,
+        }

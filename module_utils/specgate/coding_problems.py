@@ -291,7 +291,7 @@ def select_problems(names: list[str] | None) -> list[Problem]:
     unknown = [n for n in names if n not in PROBLEMS_BY_NAME]
     if unknown:
         raise ValueError(
-            f"spec_bench_eval_problems names unknown problems: {', '.join(unknown)}; "
+            f"spec_gate_bench_eval_problems names unknown problems: {', '.join(unknown)}; "
             f"known: {', '.join(PROBLEMS_BY_NAME)}"
         )
     return [PROBLEMS_BY_NAME[n] for n in names]

@@ -53,7 +53,8 @@ def find_cell(run: Mapping, cell: Cell, variable: str) -> Mapping:
     raise ValueError(
         f"{variable} names a cell the benchmark did not run ({cell.label()}); cells run: "
         + ", ".join(f"{s}/{ctx}/C={cc}" for s, ctx, cc in have)
-        + ". Pick one of these or add it to spec_bench_sets / spec_bench_contexts / spec_bench_concurrency."
+        + ". Pick one of these or add it to spec_gate_bench_sets / spec_gate_bench_contexts / "
+        "spec_gate_bench_concurrency."
     )
 
 
@@ -82,7 +83,7 @@ def accept_length_values(runs: Sequence[Mapping], set_name: str, source: str) ->
         if set_name not in sets:
             raise ValueError(
                 f"spec_gate_accept_length_set is {set_name!r}, but the benchmark ran only the sets "
-                f"{', '.join(sorted(sets)) or '(none)'}; add it to spec_bench_sets or pick one of those"
+                f"{', '.join(sorted(sets)) or '(none)'}; add it to spec_gate_bench_sets or pick one of those"
             )
         value = sets[set_name].get(key)
         if value is None:
@@ -100,7 +101,7 @@ def correctness_values(runs: Sequence[Mapping]) -> list[float]:
         ev = r.get("eval")
         if not ev or not ev.get("problems"):
             raise ValueError(
-                "spec_gate_min_correctness is set but the benchmark ran no coding eval: set spec_bench_eval: true"
+                "spec_gate_min_correctness is set but the benchmark ran no coding eval: set spec_gate_bench_eval: true"
             )
         values.append(float(ev["pass_rate"]))
     return values
@@ -149,7 +150,7 @@ def build_conditions(
                     "name": "speedup",
                     "variable": "spec_gate_min_speedup",
                     "reason": "no stored no-speculation baseline for this host and target "
-                    "(run playbooks/bench.yml -e spec_bench_store_baseline=true on a no-speculation release)",
+                    "(run playbooks/bench.yml -e spec_gate_bench_store_baseline=true on a no-speculation release)",
                 }
             )
         else:

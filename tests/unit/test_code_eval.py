@@ -109,7 +109,7 @@ def test_summary_counts_outcomes_and_pass_rate():
 
 
 def test_selecting_an_unknown_problem_names_the_variable():
-    with pytest.raises(ValueError, match=r"spec_bench_eval_problems.*nope"):
+    with pytest.raises(ValueError, match=r"spec_gate_bench_eval_problems.*nope"):
         select_problems(["gcd", "nope"])
 
 

@@ -1,0 +1,225 @@
+#!/usr/bin/python
+"""Ansible module: judge benchmark runs against the gate's thresholds (pure; changes nothing)."""
+
+from __future__ import annotations
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.specgate.bench_report import gate_markdown
+from ansible.module_utils.specgate.gate_decision import (
+    ACTION_PROMOTE,
+    INCONCLUSIVE_POLICIES,
+    action_for,
+    analyze,
+    failure_paragraph,
+    needs_more_runs,
+)
+from ansible.module_utils.specgate.gate_metrics import ACCEPT_SOURCES, CELL_METRICS, Cell, Thresholds, build_conditions
+
+DOCUMENTATION = r"""
+---
+module: spec_gate_decide
+short_description: Decide whether a candidate release passes the speculative-decoding gate
+description:
+  - Judges the candidate's benchmark runs (schema C(specgate.bench/v1)) the way metric-gated progressive delivery
+    (Argo Rollouts analysis) does. Each gated metric has a success condition and one measurement per run; its
+    phase is C(Successful) when the whole confidence interval of the mean meets the threshold, C(Failed) when the
+    whole interval misses it or more measurements failed than I(failure_limit), else C(Inconclusive).
+  - The analysis is C(Failed) if any metric failed, else C(Inconclusive) if any is, else C(Successful).
+    C(more_runs) says whether another run may still settle an inconclusive analysis.
+  - Pure computation; supports check mode and never changes anything.
+version_added: "0.1.0"
+author: specgate
+options:
+  runs:
+    description: The candidate's benchmark runs (C(result.runs) of M(spec_bench)), one measurement per metric each.
+    type: list
+    elements: dict
+    required: true
+  release:
+    description: Id of the candidate release (for the verdict text).
+    type: str
+    required: true
+  known_good_release:
+    description: Id of the known-good release, restored on failure; empty when none exists.
+    type: str
+    default: ""
+  known_good_runs:
+    description: Benchmark runs stored with the known-good release's gate result, for I(max_regression).
+    type: list
+    elements: dict
+    default: []
+  baseline_runs:
+    description: Benchmark runs of a no-speculation release of the same host and target, for I(min_speedup).
+    type: list
+    elements: dict
+    default: []
+  min_accept_length:
+    description: Minimum acceptance length on I(accept_length_set); unset skips the metric.
+    type: float
+  accept_length_set:
+    description: Prompt set whose acceptance length is gated.
+    type: str
+    default: code
+  accept_length_source:
+    description: C(request) (SGLang's per-request fields, token-weighted) or C(server) (C(/server_info) after a flush).
+    type: str
+    choices: [request, server]
+    default: request
+  min_correctness:
+    description: Minimum coding-eval pass rate (0..1); unset skips the metric.
+    type: float
+  min_speedup:
+    description: Minimum output tok/s ratio over the no-speculation baseline on I(speedup_cell); unset skips it.
+    type: float
+  speedup_cell:
+    description: Cell C({set, context, concurrency}) the speedup is measured on.
+    type: dict
+  max_regression:
+    description: Largest allowed drop of I(regression_metric) against known-good on I(regression_cell), as a fraction.
+    type: float
+  regression_metric:
+    description: Cell metric compared with known-good.
+    type: str
+    choices: [output_tok_s, request_per_s]
+    default: output_tok_s
+  regression_cell:
+    description: Cell C({set, context, concurrency}) compared with known-good.
+    type: dict
+  failure_limit:
+    description:
+      - Fail a metric once more than this many single runs missed its threshold.
+      - Unset judges by the interval only.
+    type: int
+  confidence:
+    description: Confidence level of the intervals.
+    type: float
+    default: 0.95
+  max_runs:
+    description: Most runs the gate may take before an inconclusive analysis is final.
+    type: int
+    default: 5
+  inconclusive_policy:
+    description: What a final C(Inconclusive) does - C(keep_known_good) rolls back, C(promote) promotes.
+    type: str
+    choices: [keep_known_good, promote]
+    default: keep_known_good
+"""
+
+EXAMPLES = r"""
+- name: Judge the candidate's runs against the thresholds
+  spec_gate_decide:
+    runs: "{{ _spec_gate_runs }}"
+    release: "{{ specgate_release.id }}"
+    known_good_release: "{{ specgate_release.known_good_id | default('', true) }}"
+    min_accept_length: 3.0
+    accept_length_set: code
+    min_correctness: 0.9
+    max_runs: 5
+  register: __spec_gate_decision
+"""
+
+RETURN = r"""
+phase:
+  description: C(Successful), C(Failed) or C(Inconclusive).
+  returned: always
+  type: str
+more_runs:
+  description: True while the analysis is inconclusive and fewer than I(max_runs) runs were taken.
+  returned: always
+  type: bool
+action:
+  description: C(promote) or C(rollback) - what the role does once no more runs are taken.
+  returned: always
+  type: str
+message:
+  description:
+    - One paragraph naming each metric that did not succeed, its threshold and measured value.
+    - Empty on success.
+  returned: always
+  type: str
+gate:
+  description: The gate result to store (release, analysis, action, message, thresholds, runs).
+  returned: always
+  type: dict
+markdown:
+  description: The gate table.
+  returned: always
+  type: str
+"""
+
+
+ARGUMENT_SPEC = {
+    "runs": {"type": "list", "elements": "dict", "required": True},
+    "release": {"type": "str", "required": True},
+    "known_good_release": {"type": "str", "default": ""},
+    "known_good_runs": {"type": "list", "elements": "dict", "default": []},
+    "baseline_runs": {"type": "list", "elements": "dict", "default": []},
+    "min_accept_length": {"type": "float"},
+    "accept_length_set": {"type": "str", "default": "code"},
+    "accept_length_source": {"type": "str", "choices": list(ACCEPT_SOURCES), "default": "request"},
+    "min_correctness": {"type": "float"},
+    "min_speedup": {"type": "float"},
+    "speedup_cell": {"type": "dict"},
+    "max_regression": {"type": "float"},
+    "regression_metric": {"type": "str", "choices": list(CELL_METRICS), "default": "output_tok_s"},
+    "regression_cell": {"type": "dict"},
+    "failure_limit": {"type": "int"},
+    "confidence": {"type": "float", "default": 0.95},
+    "max_runs": {"type": "int", "default": 5},
+    "inconclusive_policy": {"type": "str", "choices": list(INCONCLUSIVE_POLICIES), "default": "keep_known_good"},
+}
+
+
+def thresholds_from_params(p: dict) -> Thresholds:
+    return Thresholds(
+        min_accept_length=p["min_accept_length"],
+        accept_length_set=p["accept_length_set"],
+        accept_length_source=p["accept_length_source"],
+        min_correctness=p["min_correctness"],
+        min_speedup=p["min_speedup"],
+        speedup_cell=Cell.from_mapping(p["speedup_cell"], "spec_gate_speedup_cell") if p["speedup_cell"] else None,
+        max_regression=p["max_regression"],
+        regression_metric=p["regression_metric"],
+        regression_cell=(
+            Cell.from_mapping(p["regression_cell"], "spec_gate_regression_cell") if p["regression_cell"] else None
+        ),
+        failure_limit=p["failure_limit"],
+    )
+
+
+def main() -> None:
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    p = module.params
+    try:
+        conditions, skipped = build_conditions(
+            p["runs"], thresholds_from_params(p), p["baseline_runs"] or None, p["known_good_runs"] or None
+        )
+        analysis = analyze(conditions, p["confidence"], skipped)
+        action = action_for(analysis.phase, p["inconclusive_policy"])
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    more = needs_more_runs(analysis, len(p["runs"]), p["max_runs"])
+    message = "" if action == ACTION_PROMOTE else failure_paragraph(analysis, p["release"], p["known_good_release"])
+    gate = {
+        "schema": "specgate.gate/v1",
+        "release": p["release"],
+        "known_good_release": p["known_good_release"] or None,
+        "analysis": analysis.as_dict(),
+        "action": action,
+        "message": message,
+        "thresholds": {k: v for k, v in p.items() if k not in ("runs", "known_good_runs", "baseline_runs")},
+        "runs": p["runs"],
+    }
+    module.exit_json(
+        changed=False,
+        phase=analysis.phase,
+        more_runs=more,
+        action=action,
+        message=message,
+        gate=gate,
+        markdown=gate_markdown(gate),
+    )
+
+
+if __name__ == "__main__":
+    main()

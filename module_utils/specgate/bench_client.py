@@ -1,0 +1,217 @@
+"""HTTP client for SGLang's API, built for measuring: one shared aiohttp session, streaming /generate parsed with
+as little work per chunk as possible, timestamps taken when bytes arrive.
+
+Per-token inter-token latency follows SGLang's own benchmark (sglang.benchmark.serving): a chunk carrying n
+new tokens after a gap g contributes n latencies of g/n, so the numbers compare with the community's.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+
+import aiohttp
+
+try:  # /metrics is read only where the venv has prometheus_client; /server_info and usage suffice otherwise
+    from prometheus_client.parser import text_string_to_metric_families
+except ImportError:  # pragma: no cover - depends on the host venv
+    text_string_to_metric_families = None
+
+
+class BenchError(Exception):
+    """A problem that stops the benchmark; the message says what to change."""
+
+
+@dataclass
+class RequestRecord:
+    requested_tokens: int
+    ok: bool = False
+    error: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int = 0
+    verify_ct: int | None = None
+    ttft: float | None = None
+    latency: float | None = None
+    itl: list[float] = field(default_factory=list)
+    finish_reason: str | None = None
+
+    @property
+    def accept_length(self) -> float | None:
+        if not self.verify_ct or not self.completion_tokens:
+            return None
+        return self.completion_tokens / self.verify_ct
+
+
+def _finish_reason(meta: dict) -> str | None:
+    reason = meta.get("finish_reason")
+    if isinstance(reason, dict):
+        return reason.get("type")
+    return reason
+
+
+def _auth_error(status: int, base_url: str) -> BenchError:
+    return BenchError(
+        f"the server at {base_url} refused the request with HTTP {status}: the API key is missing or wrong. "
+        "Set spec_gate_api_key to the key the service runs with (the same vault variable as sglang_service_api_key)."
+    )
+
+
+class Client:
+    def __init__(self, base_url: str, api_key: str | None, request_timeout_s: float) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.timeout = aiohttp.ClientTimeout(total=request_timeout_s)
+        self.session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> Client:
+        # limit=0: no client-side cap on connections, so C=256 means 256 requests in flight.
+        self.session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=0, force_close=False), timeout=self.timeout, headers=self.headers
+        )
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.session is not None:
+            await self.session.close()
+
+    def _unreachable(self, exc: Exception) -> BenchError:
+        return BenchError(
+            f"cannot reach the server at {self.base_url} ({exc}); is the service running and listening on that "
+            "port? (the port comes from the specgate_release fact)"
+        )
+
+    async def request_json(self, method: str, path: str, body: dict | None = None) -> tuple[int, object]:
+        assert self.session is not None
+        try:
+            async with self.session.request(method, self.base_url + path, json=body) as resp:
+                text = await resp.text()
+                if resp.status in (401, 403):
+                    raise _auth_error(resp.status, self.base_url)
+                try:
+                    return resp.status, json.loads(text) if text else None
+                except json.JSONDecodeError:
+                    return resp.status, text
+        except aiohttp.ClientConnectionError as exc:
+            raise self._unreachable(exc) from exc
+
+    async def server_info(self) -> dict:
+        status, data = await self.request_json("GET", "/server_info")
+        if status != 200 or not isinstance(data, dict):
+            raise BenchError(f"GET /server_info answered HTTP {status}: {str(data)[:200]}")
+        return data
+
+    async def flush_cache(self, attempts: int = 20, pause_s: float = 0.25) -> None:
+        """Reset the server's cumulative acceptance average; SGLang refuses while requests still run, so retry."""
+        import asyncio
+
+        status, data = 0, None
+        for _ in range(attempts):
+            status, data = await self.request_json("POST", "/flush_cache")
+            if status == 200:
+                return
+            await asyncio.sleep(pause_s)
+        raise BenchError(f"POST /flush_cache kept failing (last HTTP {status}: {str(data)[:200]})")
+
+    async def generation_tokens(self) -> float | None:
+        """sglang:generation_tokens_total summed over labels, or None when /metrics is off or unparseable here."""
+        if text_string_to_metric_families is None:
+            return None
+        assert self.session is not None
+        try:
+            async with self.session.get(self.base_url + "/metrics") as resp:
+                if resp.status != 200:
+                    return None
+                text = await resp.text()
+        except aiohttp.ClientConnectionError as exc:
+            raise self._unreachable(exc) from exc
+        total = None
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == "sglang:generation_tokens_total":
+                    total = (total or 0.0) + sample.value
+        return total
+
+    async def generate_stream(self, text: str, max_tokens: int, temperature: float, ignore_eos: bool) -> RequestRecord:
+        assert self.session is not None
+        record = RequestRecord(requested_tokens=max_tokens)
+        payload = {
+            "text": text,
+            "sampling_params": {"max_new_tokens": max_tokens, "temperature": temperature, "ignore_eos": ignore_eos},
+            "stream": True,
+        }
+        start = time.perf_counter()
+        last_time = start
+        last_tokens = 0
+        meta: dict = {}
+        try:
+            async with self.session.post(self.base_url + "/generate", json=payload) as resp:
+                if resp.status in (401, 403):
+                    raise _auth_error(resp.status, self.base_url)
+                if resp.status != 200:
+                    record.error = f"HTTP {resp.status}: {(await resp.text())[:200]}"
+                    return record
+                async for line in resp.content:
+                    if not line.startswith(b"data: "):
+                        continue
+                    now = time.perf_counter()
+                    data = line[6:].strip()
+                    if data == b"[DONE]":
+                        break
+                    chunk = json.loads(data)
+                    if "error" in chunk:
+                        record.error = str(chunk["error"])[:200]
+                        return record
+                    meta = chunk.get("meta_info") or {}
+                    tokens = int(meta.get("completion_tokens") or 0)
+                    new = tokens - last_tokens
+                    if new <= 0:
+                        continue
+                    if record.ttft is None:
+                        record.ttft = now - start
+                    else:
+                        gap = (now - last_time) / new
+                        record.itl.extend([gap] * new)
+                    last_time, last_tokens = now, tokens
+        except aiohttp.ClientConnectionError as exc:
+            if last_tokens == 0 and isinstance(exc, aiohttp.ClientConnectorError):
+                raise self._unreachable(exc) from exc
+            record.error = f"connection lost: {exc}"
+            return record
+        except TimeoutError:
+            record.error = f"timed out after {self.timeout.total:g} s (spec_gate_bench_request_timeout_s)"
+            return record
+        record.latency = time.perf_counter() - start
+        record.completion_tokens = last_tokens
+        record.prompt_tokens = meta.get("prompt_tokens")
+        verify = meta.get("spec_verify_ct")
+        record.verify_ct = int(verify) if verify else None
+        record.finish_reason = _finish_reason(meta)
+        record.ok = True
+        return record
+
+    async def prompt_tokens(self, text: str) -> int:
+        """How many tokens the server's tokenizer makes of ``text`` (one generated token, then read meta_info)."""
+        payload = {"text": text, "sampling_params": {"max_new_tokens": 1, "temperature": 0.0}}
+        status, data = await self.request_json("POST", "/generate", payload)
+        if status != 200 or not isinstance(data, dict):
+            raise BenchError(f"POST /generate answered HTTP {status} while sizing prompts: {str(data)[:200]}")
+        tokens = (data.get("meta_info") or {}).get("prompt_tokens")
+        if not tokens:
+            raise BenchError("the server's /generate answer has no meta_info.prompt_tokens; cannot size prompts")
+        return int(tokens)
+
+    async def chat(self, model: str, prompt: str, max_tokens: int) -> tuple[str, str | None]:
+        """One greedy chat completion (chat template applied by the server, as users get it)."""
+        body = {
+            "model": model,
+            "messages": [{"role": "user", "content": prompt}],
+            "max_tokens": max_tokens,
+            "temperature": 0.0,
+        }
+        status, data = await self.request_json("POST", "/v1/chat/completions", body)
+        if status != 200 or not isinstance(data, dict) or not data.get("choices"):
+            raise BenchError(f"POST /v1/chat/completions answered HTTP {status}: {str(data)[:200]}")
+        choice = data["choices"][0]
+        content = (choice.get("message") or {}).get("content") or ""
+        return content, choice.get("finish_reason")

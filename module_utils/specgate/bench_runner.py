@@ -1,0 +1,257 @@
+"""One benchmark invocation: size prompts against the server's tokenizer, warm up, run the matrix of prompt set x
+context length x concurrency (server acceptance flushed before each cell, read after), run the coding eval,
+optionally cross-check cells with SGLang's own benchmark. Returns schema ``specgate.bench/v1`` runs."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from ansible.module_utils.specgate import code_eval
+from ansible.module_utils.specgate.bench_cells import server_accept_length, summarize_cell, summarize_sets
+from ansible.module_utils.specgate.bench_client import BenchError, Client, RequestRecord
+from ansible.module_utils.specgate.bench_prompts import (
+    BUILTIN_SETS,
+    NATIVE_CONTEXT,
+    USER_SET,
+    Prompt,
+    build_prompt,
+)
+from ansible.module_utils.specgate.coding_problems import Problem, select_problems
+from ansible.module_utils.specgate.sglang_crosscheck import run_crosscheck
+
+SCHEMA = "specgate.bench/v1"
+CALIBRATION_TOKENS = 1024
+
+
+@dataclass
+class BenchSettings:
+    port: int
+    api_key: str | None = None
+    sets: Sequence[str] = BUILTIN_SETS
+    user_prompts: Sequence[Prompt] = ()
+    contexts: Sequence[tuple[str, int]] = (("short", 512), ("long", 8192))
+    concurrency: Sequence[int] = (1, 4, 16, 64, 256)
+    output_tokens: int = 256
+    requests_per_concurrency: int = 2
+    min_requests: int = 8
+    warmup_requests: int = 4
+    seed: int = 1234
+    temperature: float = 0.0
+    ignore_eos: bool = True
+    request_timeout_s: float = 600.0
+    runs: int = 1
+    eval: bool = True
+    eval_problems: Sequence[str] = ()
+    eval_max_tokens: int = 1024
+    eval_timeout_s: float = 10.0
+    eval_concurrency: int = 8
+    crosscheck: bool = False
+    crosscheck_python: str = ""
+    host: str = "127.0.0.1"
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+def validate(s: BenchSettings) -> None:
+    """Refuse settings that cannot run, naming the variable and the fix."""
+    unknown = [name for name in s.sets if name not in (*BUILTIN_SETS, USER_SET)]
+    if unknown:
+        raise BenchError(
+            f"spec_gate_bench_sets has unknown sets {', '.join(unknown)}; use {', '.join(BUILTIN_SETS)} "
+            f"and '{USER_SET}' (with spec_gate_bench_user_prompts)"
+        )
+    if not s.sets:
+        raise BenchError("spec_gate_bench_sets is empty: name at least one prompt set, e.g. [code, math, chat]")
+    if USER_SET in s.sets and not s.user_prompts:
+        raise BenchError(
+            "spec_gate_bench_sets includes 'user' but spec_gate_bench_user_prompts names no JSONL file of prompts"
+        )
+    if not s.concurrency or any(c < 1 for c in s.concurrency):
+        raise BenchError(
+            f"spec_gate_bench_concurrency must be a non-empty list of integers >= 1, got {list(s.concurrency)}"
+        )
+    if len(set(s.sets)) != len(s.sets):
+        raise BenchError(f"spec_gate_bench_sets lists a set twice: {list(s.sets)}")
+    names = [name for name, _ in s.contexts]
+    if not s.contexts or len(set(names)) != len(names) or any(tokens < 1 for _, tokens in s.contexts):
+        raise BenchError(
+            "spec_gate_bench_contexts must be a non-empty list of {name, tokens} with unique names and tokens >= 1, "
+            f"got {list(s.contexts)}"
+        )
+    if NATIVE_CONTEXT in names:
+        raise BenchError(
+            f"spec_gate_bench_contexts may not use the name '{NATIVE_CONTEXT}' (reserved for the user set)"
+        )
+    if s.output_tokens < 1:
+        raise BenchError(f"spec_gate_bench_output_tokens must be >= 1, got {s.output_tokens}")
+    if s.runs < 1:
+        raise BenchError(f"the number of runs must be >= 1, got {s.runs}")
+    if s.crosscheck and not s.crosscheck_python:
+        raise BenchError("spec_gate_bench_crosscheck needs the host venv's Python (fact specgate_sglang_env.python)")
+    select_problems(list(s.eval_problems) or None)
+
+
+def requests_for(s: BenchSettings, concurrency: int) -> int:
+    return max(s.min_requests, concurrency * s.requests_per_concurrency)
+
+
+async def _calibrate(client: Client, set_name: str, seed: int) -> float:
+    """Characters per token of this set's text under the server's tokenizer."""
+    probe = build_prompt(set_name, 10**6, CALIBRATION_TOKENS, seed, 4.0).text
+    return len(probe) / await client.prompt_tokens(probe)
+
+
+async def _run_requests(
+    client: Client, prompts: Sequence[Prompt], concurrency: int, s: BenchSettings
+) -> tuple[list[RequestRecord], float, float]:
+    """Closed loop with ``concurrency`` requests in flight; (records, wall seconds, client CPU seconds)."""
+    queue = list(reversed(prompts))
+    records: list[RequestRecord] = []
+
+    async def worker() -> None:
+        while queue:
+            p = queue.pop()
+            records.append(
+                await client.generate_stream(p.text, p.max_tokens or s.output_tokens, s.temperature, s.ignore_eos)
+            )
+
+    cpu0 = time.process_time()
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(min(concurrency, len(prompts)))))
+    return records, time.perf_counter() - t0, time.process_time() - cpu0
+
+
+async def run_cell(client: Client, prompts: Sequence[Prompt], concurrency: int, s: BenchSettings) -> dict:
+    await client.flush_cache()
+    tokens_before = await client.generation_tokens()
+    records, duration, cpu = await _run_requests(client, prompts, concurrency, s)
+    info = await client.server_info()
+    tokens_after = await client.generation_tokens()
+    server_tokens = (tokens_after - tokens_before) if tokens_before is not None and tokens_after is not None else None
+    summary = summarize_cell(records, duration, server_accept_length(info), server_tokens, cpu)
+    if not summary["completed"]:
+        raise BenchError(f"every request of the cell failed; first errors: {summary['errors']}")
+    return summary
+
+
+def _prompts_for(s: BenchSettings, set_name: str, tokens: int, count: int, *, cpt: float, offset: int) -> list[Prompt]:
+    if set_name == USER_SET:
+        return [s.user_prompts[(offset + i) % len(s.user_prompts)] for i in range(count)]
+    return [build_prompt(set_name, offset + i, tokens, s.seed, cpt) for i in range(count)]
+
+
+async def run_eval(client: Client, model: str, s: BenchSettings) -> dict:
+    problems = select_problems(list(s.eval_problems) or None)
+    limits = code_eval.Limits(timeout_s=s.eval_timeout_s)
+    sem = asyncio.Semaphore(s.eval_concurrency)
+
+    async def one(problem: Problem) -> dict:
+        async with sem:
+            answer, finish = await client.chat(model, problem.prompt, s.eval_max_tokens)
+        # The sandboxed run blocks on a child process: keep it off the event loop.
+        return await asyncio.to_thread(code_eval.judge, problem, answer, finish, limits)
+
+    results = await asyncio.gather(*(one(p) for p in problems))
+    return code_eval.summarize(results)
+
+
+async def _crosscheck(s: BenchSettings, context: str, tokens: int, concurrency: int) -> dict:
+    result = await asyncio.to_thread(
+        functools.partial(
+            run_crosscheck,
+            python=s.crosscheck_python,
+            port=s.port,
+            api_key=s.api_key,
+            context_tokens=tokens,
+            concurrency=concurrency,
+            num_prompts=requests_for(s, concurrency),
+            output_tokens=s.output_tokens,
+            seed=s.seed,
+            timeout_s=s.request_timeout_s,
+        )
+    )
+    return {"context": context, "concurrency": concurrency, "sglang": result}
+
+
+def _server_summary(info: dict) -> dict:
+    keys = (
+        "model_path",
+        "served_model_name",
+        "speculative_algorithm",
+        "speculative_num_draft_tokens",
+        "speculative_dflash_block_size",
+        "speculative_eagle_topk",
+        "speculative_num_steps",
+        "tp_size",
+        "version",
+    )
+    return {k: info.get(k) for k in keys if k in info}
+
+
+async def run_benchmark(s: BenchSettings) -> dict:
+    validate(s)
+    async with Client(s.base_url, s.api_key, s.request_timeout_s) as client:
+        info = await client.server_info()
+        model = info.get("served_model_name") or info.get("model_path") or "default"
+        cpt = {name: await _calibrate(client, name, s.seed) for name in s.sets if name != USER_SET}
+        if s.warmup_requests:
+            first = next(iter(cpt), USER_SET)
+            warm = _prompts_for(s, first, s.contexts[0][1], s.warmup_requests, cpt=cpt.get(first, 4.0), offset=10**7)
+            await _run_requests(client, warm, min(4, len(warm)), s)
+        runs = []
+        for run_no in range(1, s.runs + 1):
+            started = datetime.now(UTC)
+            cells = []
+            for set_name in s.sets:
+                contexts = [(NATIVE_CONTEXT, 0)] if set_name == USER_SET else list(s.contexts)
+                for ctx_name, ctx_tokens in contexts:
+                    for conc in s.concurrency:
+                        n = requests_for(s, conc)
+                        # Fresh prompts per run and cell: the prefix cache must not carry over between them.
+                        offset = run_no * 10**5 + conc * 1000
+                        prompts = _prompts_for(s, set_name, ctx_tokens, n, cpt=cpt.get(set_name, 4.0), offset=offset)
+                        cell = await run_cell(client, prompts, conc, s)
+                        cells.append(
+                            {
+                                "set": set_name,
+                                "context": ctx_name,
+                                "context_tokens": ctx_tokens or None,
+                                "concurrency": conc,
+                                **cell,
+                            }
+                        )
+            run = {
+                "run": run_no,
+                "started_at": started.isoformat(timespec="seconds"),
+                "cells": cells,
+                "sets": summarize_sets(cells),
+                "eval": await run_eval(client, model, s) if s.eval else None,
+            }
+            if s.crosscheck and run_no == 1:
+                run["crosscheck"] = [
+                    await _crosscheck(s, name, tokens, conc) for name, tokens in s.contexts for conc in s.concurrency
+                ]
+            run["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+            runs.append(run)
+    return {
+        "schema": SCHEMA,
+        "server": _server_summary(info),
+        "settings": {
+            "sets": list(s.sets),
+            "contexts": [{"name": n, "tokens": t} for n, t in s.contexts],
+            "concurrency": list(s.concurrency),
+            "output_tokens": s.output_tokens,
+            "seed": s.seed,
+            "temperature": s.temperature,
+            "warmup_requests": s.warmup_requests,
+            "chars_per_token": cpt,
+        },
+        "runs": runs,
+    }

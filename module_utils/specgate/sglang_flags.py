@@ -69,23 +69,25 @@ SPEC_KEYS = {
     "num_steps": EAGLE_FAMILY,
     "eagle_topk": EAGLE_FAMILY,
     "num_draft_tokens": ALGORITHMS[1:],
-    "draft_attention_backend": ALGORITHMS[1:],
 }
-# drafter_path/_revision are not in SPEC_KEYS: they usually come from the model_weights facts whatever the
-# profile, so with algorithm "none" they are simply not rendered.
+# drafter_path/_revision (from the model_weights facts) and draft_attention_backend (a hardware choice, set by
+# the parallel presets) are not in SPEC_KEYS: they hold whatever the profile, and "none" just does not render them.
 
 # One row per SGLang release specgate renders for. Only releases whose spellings were read from the wheel
 # and are resolved by the peer tests belong here.
 #   window: the draft-window key its --config loader accepts (0.5.15/0.5.19 refuse the new name in YAML)
 #   max_bs: the CUDA-graph max batch size key (0.5.23 made the old one ambiguous)
 #   attn_dp: "attn-dp-size" (0.5.23) or "enable-dp-attention" (older: --dp-size N --enable-dp-attention)
-#   graph_off: keys that switch CUDA graphs off
+#   graph_off: keys that switch CUDA graphs off (0.5.19's loader refuses the prefill key and --disable-cuda-graph)
+#   dflash_attn_dp: whether DFLASH runs with attention-DP at all (before 0.5.23: "Currently DFLASH speculative
+#                   decoding does not support dp attention.")
 @dataclass(frozen=True)
 class VersionRules:
     window: str
     max_bs: str
     attn_dp: str
     graph_off: tuple[tuple[str, Any], ...]
+    dflash_attn_dp: bool
 
 
 VERSION_RULES: dict[str, VersionRules] = {
@@ -94,18 +96,21 @@ VERSION_RULES: dict[str, VersionRules] = {
         max_bs="cuda-graph-max-bs",
         attn_dp="enable-dp-attention",
         graph_off=(("disable-cuda-graph", True),),
+        dflash_attn_dp=False,
     ),
     "0.5.19": VersionRules(
         window="speculative-dflash-draft-window-size",
         max_bs="cuda-graph-max-bs",
         attn_dp="enable-dp-attention",
         graph_off=(("cuda-graph-backend-decode", "disabled"),),
+        dflash_attn_dp=False,
     ),
     "0.5.23": VersionRules(
         window="speculative-draft-window-size",
         max_bs="cuda-graph-max-bs-decode",
         attn_dp="attn-dp-size",
         graph_off=(("cuda-graph-backend-decode", "disabled"), ("cuda-graph-backend-prefill", "disabled")),
+        dflash_attn_dp=True,
     ),
 }
 SUPPORTED_VERSIONS = tuple(VERSION_RULES)
@@ -278,10 +283,10 @@ def _check_speculative(values: dict[str, Any], target: SglangTarget) -> None:
     if algorithm in ("DFLASH", "DDTREE", "EAGLE3") and values["drafter_path"] is None:
         raise SglangConfigError(f"{var('drafter_path')} is required with {var('algorithm')} {algorithm}")
     if algorithm in DFLASH_FAMILY:
-        _check_dflash_family(values)
+        _check_dflash_family(values, target)
 
 
-def _check_dflash_family(values: dict[str, Any]) -> None:
+def _check_dflash_family(values: dict[str, Any], target: SglangTarget) -> None:
     block, tokens = values["block_size"], values["num_draft_tokens"]
     if block is not None and tokens is not None and block != tokens:
         raise SglangConfigError(
@@ -300,6 +305,12 @@ def _check_dflash_family(values: dict[str, Any]) -> None:
             f"{var('draft_window')} ({window}) must be >= {var('block_size')} ({block}), or null for no window"
         )
     attn_dp = values["attn_dp_size"]
+    if attn_dp is not None and attn_dp > 1 and not target.rules.dflash_attn_dp:
+        raise SglangConfigError(
+            f"{var('attn_dp_size')} must be null or 1 with {values['algorithm']} on SGLang {target.release} "
+            "(SGLang: Currently DFLASH speculative decoding does not support dp attention); attention-DP with "
+            "DFLASH needs SGLang 0.5.23"
+        )
     if attn_dp is not None and attn_dp > 1 and not values["enable_dp_lm_head"]:
         raise SglangConfigError(
             f"{var('enable_dp_lm_head')} must be true when {var('attn_dp_size')} > 1 with {values['algorithm']} "

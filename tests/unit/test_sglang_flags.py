@@ -103,7 +103,7 @@ def test_attention_dp_is_attn_dp_size_on_0_5_23():
 
 @pytest.mark.parametrize("version", ["0.5.11", "0.5.19"])
 def test_attention_dp_is_dp_size_with_enable_dp_attention_before_0_5_23(version):
-    config = server_config(dflash(tp_size=8, attn_dp_size=8, enable_dp_lm_head=True), version)
+    config = server_config({"model_path": TARGET, "tp_size": 8, "attn_dp_size": 8, "enable_dp_lm_head": True}, version)
     assert config["dp-size"] == 8
     assert config["enable-dp-attention"] is True
     assert "attn-dp-size" not in config
@@ -111,7 +111,13 @@ def test_attention_dp_is_dp_size_with_enable_dp_attention_before_0_5_23(version)
 
 def test_separate_dp_and_attention_dp_widths_are_refused_where_sglang_has_one_number():
     with pytest.raises(SglangConfigError, match="sglang_service_dp_size"):
-        server_config(dflash(tp_size=8, dp_size=2, attn_dp_size=8, enable_dp_lm_head=True), "0.5.19")
+        server_config({"model_path": TARGET, "tp_size": 8, "dp_size": 2, "attn_dp_size": 8}, "0.5.19")
+
+
+@pytest.mark.parametrize("version", ["0.5.11", "0.5.19"])
+def test_dflash_with_attention_dp_is_refused_before_0_5_23(version):
+    with pytest.raises(SglangConfigError, match=r"sglang_service_attn_dp_size must be null or 1.*0\.5\.23"):
+        server_config(dflash(tp_size=8, attn_dp_size=8, enable_dp_lm_head=True), version)
 
 
 def test_attention_dp_with_dflash_needs_dp_lm_head():

@@ -49,6 +49,10 @@ options:
         description: Leading path components to strip (patch -p).
         type: int
         default: 1
+      src:
+        description: Where the patch came from (recorded in the state file).
+        type: str
+        default: ""
   target:
     description: Directory the patch paths are relative to (after stripping).
     type: path
@@ -91,6 +95,7 @@ ARGUMENT_SPEC = {
             "name": {"type": "str", "required": True},
             "path": {"type": "path", "required": True},
             "strip": {"type": "int", "default": 1},
+            "src": {"type": "str", "default": ""},
         },
     },
     "target": {"type": "path", "required": True},
@@ -148,7 +153,7 @@ def main() -> None:
                 module.fail_json(msg=f"patch {name} failed after a clean dry run: {out}", patches=results)
         old_copy.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, old_copy)
-        state["patches"][name] = {"sha256": sha, "strip": strip}
+        state["patches"][name] = {"sha256": sha, "strip": strip, "src": patch["src"]}
         save_state(state_dir, state)
     module.exit_json(changed=changed, patches=results)
 

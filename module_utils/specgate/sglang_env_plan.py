@@ -1,0 +1,119 @@
+"""What sglang_env installs into the venv and from where, refusing requests that could not be reproduced.
+
+Sources: a package index, a local wheelhouse (air-gapped hosts), or SGLang from a git commit (e.g. the
+DDTree pull request) beside the pinned FlashInfer/kernel packages.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+_NAME_RE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+_PINNED_RE = re.compile(r"^\s*[A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?\s*==\s*[^\s,;]+\s*(;.*)?$")
+_COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
+
+
+@dataclass
+class EnvPlan:
+    requirements: list[str] = field(default_factory=list)
+    git_requirement: str | None = None
+    pip_args: str = ""
+    version_names: list[str] = field(default_factory=list)
+    patches: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def requirement_name(requirement: str) -> str:
+    """Distribution name of a requirement line ("flashinfer-python[cu13]==0.7.2" → "flashinfer-python")."""
+    match = _NAME_RE.match(requirement)
+    if match is None:
+        raise ValueError(f"{requirement!r} is not a requirement")
+    return match.group(1)
+
+
+def normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def is_pinned(requirement: str) -> bool:
+    return bool(_PINNED_RE.match(requirement))
+
+
+def plan_env(
+    *,
+    source: str,
+    packages: list[str],
+    base_packages: list[str],
+    wheelhouse_dir: str,
+    index_url: str,
+    git_url: str,
+    git_ref: str,
+    git_subdirectory: str,
+    patches: list[dict[str, Any]],
+    patch_dir: str,
+) -> EnvPlan:
+    result = EnvPlan()
+    for requirement in [*packages, *base_packages]:
+        try:
+            requirement_name(requirement)
+        except ValueError:
+            result.problems.append(
+                f"sglang_env_packages: {requirement!r} is not a requirement. Fix: write it as name==version."
+            )
+    if result.problems:
+        return result
+    unpinned = [requirement for requirement in packages if not is_pinned(requirement)]
+    if unpinned:
+        result.problems.append(
+            f"sglang_env_packages: {unpinned} are not pinned; a re-run or a second host could get other versions. "
+            "Fix: pin each as name==version (e.g. sglang==0.5.23)."
+        )
+    result.requirements = [*base_packages, *packages]
+    names = [requirement_name(requirement) for requirement in result.requirements]
+    if source == "wheelhouse":
+        if not wheelhouse_dir:
+            result.problems.append(
+                "sglang_env_wheelhouse: sglang_env_source is wheelhouse but no wheelhouse is given. "
+                "Fix: set sglang_env_wheelhouse to the directory holding the wheels."
+            )
+        result.pip_args = f"--no-index --find-links {wheelhouse_dir}"
+    elif index_url:
+        result.pip_args = f"--index-url {index_url}"
+    if source == "git":
+        if not git_url:
+            result.problems.append(
+                "sglang_env_git_url: sglang_env_source is git but no repository is given. "
+                "Fix: set sglang_env_git_url (e.g. the SGLang repository carrying the DDTree pull request)."
+            )
+        if not _COMMIT_RE.match(git_ref or ""):
+            result.problems.append(
+                f"sglang_env_git_ref: {git_ref!r} is not a full 40-character commit; a branch moves under a re-run. "
+                "Fix: pin the commit (e.g. the pull request's head commit)."
+            )
+        if "sglang" in {normalize(name) for name in names}:
+            result.problems.append(
+                "sglang_env_packages: lists sglang while sglang_env_source is git, so two SGLangs would be asked for. "
+                "Fix: drop sglang from sglang_env_packages when installing it from git."
+            )
+        subdirectory = f"#subdirectory={git_subdirectory}" if git_subdirectory else ""
+        result.git_requirement = f"sglang @ git+{git_url}@{git_ref}{subdirectory}"
+        names.append("sglang")
+    result.version_names = list(dict.fromkeys(names))
+    seen: set[str] = set()
+    for patch in patches:
+        src = str(patch.get("src") or "")
+        if not src:
+            result.problems.append(f"sglang_env_patches: {patch!r} has no src. Fix: set src to the patch file.")
+            continue
+        name = str(patch.get("name") or PurePosixPath(src).name)
+        if name in seen:
+            result.problems.append(f"sglang_env_patches: two patches are named {name!r}. Fix: give each a unique name.")
+        seen.add(name)
+        strip = patch.get("strip", 1)
+        if not isinstance(strip, int) or strip < 0:
+            result.problems.append(f"sglang_env_patches: {name} has strip {strip!r}. Fix: use a whole number >= 0.")
+        result.patches.append({"name": name, "src": src, "strip": strip, "path": f"{patch_dir}/{name}"})
+    return result

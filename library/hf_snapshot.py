@@ -162,6 +162,7 @@ def main() -> None:
         module.fail_json(
             msg="max_workers must be >= 1 and headroom_gb >= 0 (model_weights_max_workers, model_weights_headroom_gb)"
         )
+    specs = [SnapshotSpec.from_params(raw) for raw in params["snapshots"]]
     options = Options(
         endpoint=params["endpoint"] or None,
         token=params["token"] or None,
@@ -171,14 +172,23 @@ def main() -> None:
         progress_file=params["progress_file"] if not module.check_mode else None,
         check_mode=module.check_mode,
     )
-    specs = [SnapshotSpec.from_params(raw) for raw in params["snapshots"]]
-    if importlib.util.find_spec("huggingface_hub") is None:
-        module.fail_json(msg="huggingface_hub is not importable by the Python running hf_snapshot: run it with the "
-                             "service venv's interpreter (fact specgate_sglang_env.python or model_weights_python)")
+    uses_hub = any(spec.repo_id and not spec.local_path for spec in specs)
+    if uses_hub and importlib.util.find_spec("huggingface_hub") is None:
+        module.fail_json(
+            msg="huggingface_hub is not importable by the Python running hf_snapshot: run it with the "
+            "service venv's interpreter (fact specgate_sglang_env.python or model_weights_python)"
+        )
     now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     try:
-        result = run(specs, options, listing=hf_fetch.remote_listing, fetch=hf_fetch.download,
-                     describe=hf_fetch.describe_error, forget=hf_fetch.forget_local_copy, now=now)
+        result = run(
+            specs,
+            options,
+            listing=hf_fetch.remote_listing,
+            fetch=hf_fetch.download,
+            describe=hf_fetch.describe_error,
+            forget=hf_fetch.forget_local_copy,
+            now=now,
+        )
     except WeightsError as error:
         module.fail_json(msg=str(error), **error.result)
     module.exit_json(msg=summary_line(result), **result)

@@ -217,7 +217,8 @@ def run(
 
     if options.check_mode:
         changed = any(not o.plan.complete or _manifest_would_change(o, options) for o in hub_outcomes)
-        result.update(changed=changed, snapshots=[o.as_dict() for o in outcomes])
+        # `pending` survives a task's changed_when: false, so a plan task can stay quiet and still steer the role.
+        result.update(changed=changed, pending=changed, snapshots=[o.as_dict() for o in outcomes])
         return result
 
     _download(hub_outcomes, options, fetch=fetch, describe=describe, forget=forget, result=result)

@@ -88,6 +88,7 @@ def test_rerun_with_everything_present_is_unchanged_and_reads_metadata_only(hub,
 def test_check_mode_reports_the_plan_and_writes_nothing(hub, tmp_path):
     result = _run(hub.url, _specs(tmp_path), check_mode=True)
     assert result["changed"] is True
+    assert result["pending"] is True
     assert {s["name"]: s["needed_bytes"] > 0 for s in result["snapshots"]} == {"drafter": True, "target": True}
     assert not (tmp_path / "target").exists()
     assert hub.resolve_requests("GET") == []

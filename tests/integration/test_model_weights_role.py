@@ -1,0 +1,170 @@
+"""The model_weights role end to end on localhost via ansible-runner, against the local hub in sim/."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import ansible_runner
+import pytest
+from specgate_sim import fixtures
+from specgate_sim.hub_server import running_hub
+
+pytestmark = pytest.mark.slow
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+VENV_BIN = Path(sys.executable).parent
+TOKEN = "hf_specgate_role_test"
+
+
+@pytest.fixture(scope="module")
+def hub_root(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    root = tmp_path_factory.mktemp("hubroot")
+    return root, fixtures.write_fixtures(root)
+
+
+def play(tmp_path: Path, role_vars: dict[str, Any], check: bool = False) -> ansible_runner.Runner:
+    private = tmp_path / f"runner-{len(list(tmp_path.glob('runner-*')))}"
+    (private / "project").mkdir(parents=True)
+    (private / "inventory").mkdir()
+    (private / "inventory" / "hosts").write_text(
+        f"localhost ansible_connection=local ansible_python_interpreter={sys.executable}\n")
+    plays = [{"name": "model_weights under test", "hosts": "localhost", "gather_facts": False,
+              "roles": ["model_weights"]}]
+    (private / "project" / "play.yml").write_text(json.dumps(plays))
+    (private / "env").mkdir()
+    (private / "env" / "extravars").write_text(json.dumps(role_vars))
+    return ansible_runner.run(
+        private_data_dir=str(private), playbook="play.yml", quiet=True, cmdline="--check" if check else None,
+        envvars={
+            "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+            "ANSIBLE_CONFIG": str(PROJECT_ROOT / "ansible.cfg"),
+            "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-local"),
+            "ANSIBLE_FACT_CACHING": "memory",
+            "ANSIBLE_ASYNC_DIR": str(tmp_path / "async"),
+        },
+    )
+
+
+def results(run: ansible_runner.Runner, kind: str) -> list[tuple[str, dict]]:
+    return [(e["event_data"].get("task", ""), e["event_data"].get("res", {}))
+            for e in run.events if e.get("event") == kind]
+
+
+def role_vars(hub_url: str, weights_dir: Path, **extra: Any) -> dict[str, Any]:
+    return {
+        "model_weights_dir": str(weights_dir),
+        "model_weights_target_repo": fixtures.TARGET,
+        "model_weights_target_revision": "main",
+        "model_weights_drafter_repo": fixtures.DRAFTER_B8,
+        "model_weights_drafter_revision": "main",
+        "model_weights_hub_endpoint": hub_url,
+        "model_weights_python": sys.executable,
+        "model_weights_poll_interval_s": 1,
+        "model_weights_headroom_gb": 0,
+        **extra,
+    }
+
+
+def fact(run: ansible_runner.Runner, name: str) -> Any:
+    for _task, res in results(run, "runner_on_ok"):
+        if name in res.get("ansible_facts", {}):
+            return res["ansible_facts"][name]
+    raise KeyError(name)
+
+
+def test_converge_downloads_with_progress_then_a_rerun_changes_nothing(hub_root, tmp_path):
+    root, summary = hub_root
+    weights = tmp_path / "models"
+    with running_hub(root, [TOKEN], throttle_bps=300_000) as hub:
+        first = play(tmp_path, role_vars(hub.url, weights, model_weights_requested_block_size=16))
+        assert first.status == "successful", results(first, "runner_on_failed")
+        progress = [res.get("msg", "") for task, res in results(first, "runner_on_ok")
+                    if task == "Show download progress"]
+        assert any(" / 0.00 GB (" in line and "MB/s, ETA" in line for line in progress), progress
+        warnings = [w for _t, res in results(first, "runner_on_ok") for w in res.get("warnings", [])]
+        assert any("positions 8-15 are out of distribution" in w for w in warnings), warnings
+        weights_fact = fact(first, "specgate_weights")
+        assert weights_fact["target_path"] == str(weights / fixtures.TARGET)
+        assert weights_fact["target_revision"] == summary[fixtures.TARGET]["main"]
+        assert weights_fact["drafter"] == {"block_size": 8, "num_hidden_layers": 6, "target_layer_ids": [1, 3, 5],
+                                           "mask_token_id": fixtures.MASK_TOKEN_ID}
+        manifest = json.loads((weights / fixtures.TARGET / ".specgate-manifest.json").read_text())
+        assert manifest["commit"] == summary[fixtures.TARGET]["main"]
+        assert not (weights / ".specgate-download-progress.json").exists()
+
+        hub.state.requests.clear()
+        second = play(tmp_path, role_vars(hub.url, weights, model_weights_requested_block_size=16))
+        assert second.status == "successful"
+        changed = [task for task, res in results(second, "runner_on_ok") if res.get("changed")]
+        assert changed == []
+        assert hub.resolve_requests("GET") == []
+
+
+def test_check_mode_plans_and_writes_nothing(hub_root, tmp_path):
+    with running_hub(hub_root[0]) as hub:
+        run = play(tmp_path, role_vars(hub.url, tmp_path / "models"), check=True)
+        assert run.status == "successful", results(run, "runner_on_failed")
+        assert not (tmp_path / "models").exists()
+        assert hub.resolve_requests("GET") == []
+
+
+def test_broken_drafter_fails_before_the_target_shards_are_fetched(hub_root, tmp_path):
+    with running_hub(hub_root[0]) as hub:
+        broken = role_vars(hub.url, tmp_path / "models", model_weights_drafter_repo=fixtures.BROKEN_LAYER_IDS)
+        run = play(tmp_path, broken)
+        assert run.status == "failed"
+        (task, res), = results(run, "runner_on_failed")
+        assert task == "Read the drafter's config as SGLang does and refuse one that does not fit the target"
+        assert "target_layer_ids [9] are outside the target's layers 0..7" in res["msg"]
+        assert not any(r["path"].endswith(".safetensors") and fixtures.TARGET + "/" in r["path"]
+                       for r in hub.resolve_requests("GET"))
+
+
+def test_gated_target_without_token_fails_at_the_plan_naming_the_token(hub_root, tmp_path):
+    with running_hub(hub_root[0], [TOKEN]) as hub:
+        run = play(tmp_path, role_vars(hub.url, tmp_path / "models", model_weights_target_repo=fixtures.TARGET_GATED))
+        (task, res), = results(run, "runner_on_failed")
+        assert task.startswith("Plan from hub metadata")
+        assert "model_weights_hf_token" in res["msg"]
+        assert TOKEN not in json.dumps(list(run.events))
+
+
+def test_token_reaches_the_hub_and_never_the_output(hub_root, tmp_path):
+    with running_hub(hub_root[0], [TOKEN]) as hub:
+        run = play(tmp_path, role_vars(hub.url, tmp_path / "models", model_weights_target_repo=fixtures.TARGET_GATED,
+                                       model_weights_hf_token=TOKEN))
+        assert run.status == "successful", results(run, "runner_on_failed")
+        assert TOKEN not in json.dumps(list(run.events))
+        assert TOKEN not in run.stdout.read()
+
+
+def test_contradictory_target_settings_fail_naming_both_variables(tmp_path):
+    run = play(tmp_path, role_vars("http://127.0.0.1:9", tmp_path / "models",
+                                   model_weights_target_local_path=str(tmp_path)))
+    (task, res), = results(run, "runner_on_failed")
+    assert task == "Require exactly one source for the target (a hub repo or a pre-staged directory)"
+    assert "model_weights_target_repo" in res["msg"]
+    assert "model_weights_target_local_path" in res["msg"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mount") is None, reason="mounting a tmpfs needs root")
+def test_disk_too_small_fails_before_anything_is_downloaded(hub_root, tmp_path):
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(small)], check=True)
+    try:
+        with running_hub(hub_root[0]) as hub:
+            run = play(tmp_path, role_vars(hub.url, small / "models"))
+            (task, res), = results(run, "runner_on_failed")
+            assert task.startswith("Plan from hub metadata")
+            assert f"more on {small} (drafter 0.0 GB + target 0.0 GB), 0.0 GB free" in res["msg"]
+            assert list(small.iterdir()) == []
+            assert hub.resolve_requests("GET") == []
+    finally:
+        subprocess.run(["umount", str(small)], check=True)

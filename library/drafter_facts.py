@@ -100,15 +100,26 @@ def main() -> None:
         module.fail_json(msg=str(error), problems=[str(error)])
     if params["kind"] == "other":
         layers = drafter.get("num_hidden_layers")
-        facts = {"block_size": None, "num_hidden_layers": layers if isinstance(layers, int) else None,
-                 "target_layer_ids": None, "mask_token_id": None}
+        facts = {
+            "block_size": None,
+            "num_hidden_layers": layers if isinstance(layers, int) else None,
+            "target_layer_ids": None,
+            "mask_token_id": None,
+        }
         module.exit_json(changed=False, drafter=facts, problems=[])
-    check = check_dflash_drafter(drafter, target, tokenizer_json=tokenizer,
-                                 requested_block_size=params["requested_block_size"],
-                                 target_layers_override=params["target_layers"])
+    check = check_dflash_drafter(
+        drafter,
+        target,
+        tokenizer_json=tokenizer,
+        requested_block_size=params["requested_block_size"],
+        target_layers_override=params["target_layers"],
+    )
     if check.errors:
-        module.fail_json(msg=f"drafter at {params['drafter_path']} does not fit the target: "
-                             + "; ".join(check.errors), problems=check.errors, drafter=check.facts)
+        module.fail_json(
+            msg=f"drafter at {params['drafter_path']} does not fit the target: " + "; ".join(check.errors),
+            problems=check.errors,
+            drafter=check.facts,
+        )
     for warning in check.warnings:
         module.warn(warning)
     module.exit_json(changed=False, drafter=check.facts, problems=[])

@@ -1,6 +1,7 @@
 """A local Hugging Face hub for tests: the real huggingface_hub client talks to it through HF_ENDPOINT.
 
-`python -m specgate_sim.hub --root DIR --port N [--token T ...] [--cut-after-bytes N] [--throttle-bps N]`
+`python -m specgate_sim.hub --root DIR --port N [--token T ...] [--cut-after-bytes N] [--throttle-bps N]
+[--pid-file F]`
 
 Repos live under DIR as written by `specgate_sim.fixtures`: `<org>/<name>/repo.json` (gated flag, branches) and
 `<org>/<name>/<commit sha>/<files>`. What the client calls, all answered here:
@@ -26,6 +27,7 @@ import asyncio
 import fnmatch
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -388,6 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cut-times", type=int, default=-1, help="how many responses to cut (-1: until disarmed)")
     parser.add_argument("--cut-path", default="*", help="glob of repo file paths the cut applies to")
     parser.add_argument("--throttle-bps", type=int, default=0, help="serve file bodies at most this fast")
+    parser.add_argument("--pid-file", type=Path, default=None, help="write this process's id here (for stopping it)")
     parser.add_argument("--hash-limit-bytes", type=int, default=DEFAULT_HASH_LIMIT,
                         help="files above this size are not hashed (no sha256 published)")
     args = parser.parse_args(argv)
@@ -395,6 +398,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--root {args.root} is not a directory; write fixtures first: python -m specgate_sim.fixtures")
     cut = Cut(args.cut_after_bytes, args.cut_times, args.cut_path) if args.cut_after_bytes is not None else None
     app = make_app(args.root, args.token, cut=cut, throttle_bps=args.throttle_bps, hash_limit=args.hash_limit_bytes)
+    if args.pid_file is not None:
+        args.pid_file.write_text(f"{os.getpid()}\n")
     web.run_app(app, host=args.host, port=args.port, print=lambda msg: print(msg, flush=True))
     return 0
 

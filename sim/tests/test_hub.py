@@ -5,6 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -202,3 +206,27 @@ def test_cli_refuses_a_missing_root(tmp_path, capsys):
     with pytest.raises(SystemExit):
         hub.main(["--root", str(tmp_path / "missing"), "--port", "0"])
     assert "write fixtures first" in capsys.readouterr().err
+
+
+def test_cli_serves_the_root_and_writes_its_pid(root, tmp_path):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    pid_file = tmp_path / "hub.pid"
+    process = subprocess.Popen([sys.executable, "-m", "specgate_sim.hub", "--root", str(root), "--port", str(port),
+                                "--pid-file", str(pid_file), "--token", TOKEN])
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                info = HfApi(endpoint=f"http://127.0.0.1:{port}", token=TOKEN).model_info(fixtures.TARGET_GATED)
+                break
+            except Exception:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise
+                time.sleep(0.2)
+        assert info.sha == _main(root, fixtures.TARGET_GATED).name
+        assert int(pid_file.read_text()) == process.pid
+    finally:
+        process.terminate()
+        process.wait(timeout=10)

@@ -521,7 +521,7 @@ CHECKS: dict[str, list[tuple[tuple[Any, ...], Any]]] = {
     "transpose": [(([[1, 2, 3], [4, 5, 6]],), [[1, 4], [2, 5], [3, 6]]), (([],), [])],
     "run_length_encode": [(("aaab",), [("a", 3), ("b", 1)]), (("",), [])],
     "anagram_groups": [((["tea", "eat", "bat", "ate", "tab"],), [["tea", "eat", "ate"], ["bat", "tab"]])],
-    "celsius_to_fahrenheit": [((100,), 212), ((0,), 32), ((-40,), -40)],
+    "celsius_to_fahrenheit": [((100,), 212.0), ((0,), 32.0), ((-40,), -40.0)],
     "lcm": [((4, 6), 12), ((-4, 6), 12), ((0, 5), 0)],
     "digits_sum": [((1234,), 10), ((-56,), 11), ((0,), 0)],
     "balanced_parens": [(("([]{})",), True), (("([)]",), False), (("(()",), False)],
@@ -560,8 +560,11 @@ def answer(name: str, variant: str) -> tuple[str, bool]:
     if variant == "wrong":
         return f"```python\n{entry.wrong}\n```", True
     if variant == "truncated":
+        # cut right after a block opener past the function header: the code cannot compile, as when a
+        # max-tokens limit strikes mid-function (a cut after a complete statement could loop forever)
         lines = entry.correct.splitlines()
-        body_start = next(i for i, line in enumerate(lines) if line.startswith("def "))
-        cut = body_start + max(1, (len(lines) - body_start) // 2)
-        return "```python\n" + "\n".join(lines[:cut]) + "\n", False
+        header = next(i for i, line in enumerate(lines) if line.startswith("def "))
+        middle = max(header, (header + len(lines)) // 2)
+        cut = max(i for i in range(header, middle + 1) if lines[i].rstrip().endswith(":"))
+        return "```python\n" + "\n".join(lines[: cut + 1]) + "\n", False
     return f"```python\n{entry.correct}\n```", True

@@ -108,7 +108,7 @@ async def _calibrate(client: Client, set_name: str, seed: int) -> float:
     return len(probe) / await client.prompt_tokens(probe)
 
 
-async def _run_requests(
+async def run_requests(
     client: Client, prompts: Sequence[Prompt], concurrency: int, s: BenchSettings
 ) -> tuple[list[RequestRecord], float, float]:
     """Closed loop with ``concurrency`` requests in flight; (records, wall seconds, client CPU seconds)."""
@@ -131,7 +131,7 @@ async def _run_requests(
 async def run_cell(client: Client, prompts: Sequence[Prompt], concurrency: int, s: BenchSettings) -> dict:
     await client.flush_cache()
     tokens_before = await client.generation_tokens()
-    records, duration, cpu = await _run_requests(client, prompts, concurrency, s)
+    records, duration, cpu = await run_requests(client, prompts, concurrency, s)
     info = await client.server_info()
     tokens_after = await client.generation_tokens()
     server_tokens = (tokens_after - tokens_before) if tokens_before is not None and tokens_after is not None else None
@@ -204,7 +204,7 @@ async def run_benchmark(s: BenchSettings) -> dict:
         if s.warmup_requests:
             first = next(iter(cpt), USER_SET)
             warm = _prompts_for(s, first, s.contexts[0][1], s.warmup_requests, cpt=cpt.get(first, 4.0), offset=10**7)
-            await _run_requests(client, warm, min(4, len(warm)), s)
+            await run_requests(client, warm, min(4, len(warm)), s)
         runs = []
         for run_no in range(1, s.runs + 1):
             started = datetime.now(UTC)

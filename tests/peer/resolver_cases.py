@@ -1,0 +1,252 @@
+"""Cases for asking a resolver (SGLang's own, or the sim's) about rendered and known-bad `--config` files.
+
+Every case is resolved by module_utils/specgate/resolver_driver.py, the script sglang_config_check ships to
+hosts. For SGLang, one driver process per version resolves all cases (importing SGLang costs seconds); the
+versions run concurrently. The resolver venv is made by scripts/setup_sglang_resolver_venv.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from ansible.module_utils.specgate import resolver_driver
+from ansible.module_utils.specgate.sglang_flags import SUPPORTED_VERSIONS, VERSION_RULES, server_config
+from specgate_sim.fixtures import dflash_config, target_config
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+DRIVER = PROJECT_ROOT / "module_utils" / "specgate" / "resolver_driver.py"
+PROFILES = sorted((PROJECT_ROOT / "configs" / "profiles").glob("*.yml"))
+PRESETS = sorted((PROJECT_ROOT / "configs" / "presets").glob("*.yml"))
+DRAFTER_BLOCK_SIZE = 8
+# SGLang on a machine without a GPU: without a device resolution stops at "No accelerator", and DFLASH is
+# refused on --device cpu. Only tests append this; hosts resolve with the devices they have.
+CPU_PEER_ARGV = ["--device", "cuda"]
+# The DDTree PR's own flag: no SGLang release has it (sgl-project/sglang#29907 is open).
+DDTREE_ONLY_KEYS = ("speculative-ddtree-budget",)
+
+
+@dataclass
+class Case:
+    """One config to resolve. `config` may hold {target}/{drafter} and the version-spelled markers
+    __window__ / __attn_dp__ / __max_bs__ (expanded from sglang_flags.VERSION_RULES)."""
+
+    id: str
+    config: dict[str, Any]
+    versions: tuple[str, ...] = SUPPORTED_VERSIONS
+    expect_error: str | dict[str, str] | None = None  # substring of the resolver's message (or per version)
+    sim: bool = True  # whether the sim (modelled on 0.5.23 with the DDTree PR) must agree
+    extra_argv: list[str] = field(default_factory=list)
+    check: Callable[[dict[str, Any], str], None] | None = None  # asserts on the resolved fields
+    stock_adapt: bool = False  # a shipped rendering: resolve what stock, GPU-less SGLang can (adapt_for_stock_sglang)
+
+
+def _dflash(**extra: Any) -> dict[str, Any]:
+    return {
+        "model-path": "{target}",
+        "speculative-algorithm": "DFLASH",
+        "speculative-draft-model-path": "{drafter}",
+        **extra,
+    }
+
+
+KNOWN_BAD = (
+    Case("dflash_with_pipeline_parallel", _dflash(**{"pp-size": 2}),
+         expect_error="DFLASH speculative decoding only supports pp_size == 1"),
+    Case("block_size_differs_from_draft_tokens",
+         _dflash(**{"speculative-dflash-block-size": 8, "speculative-num-draft-tokens": 16}),
+         expect_error="For DFLASH they must match"),
+    Case("block_size_zero", _dflash(**{"speculative-dflash-block-size": 0}),
+         expect_error="DFLASH requires --speculative-dflash-block-size to be positive, got 0"),
+    Case("dflash_without_drafter_path", {"model-path": "{target}", "speculative-algorithm": "DFLASH"},
+         expect_error="DFLASH speculative decoding requires setting --speculative-draft-model-path"),
+    Case("attention_dp_without_dp_lm_head", _dflash(**{"tp-size": 8, "__attn_dp__": 8}), versions=("0.5.23",),
+         expect_error="DFLASH with dp attention requires --enable-dp-lm-head"),
+    Case("dflash_with_attention_dp_before_0_5_23", _dflash(**{"tp-size": 8, "__attn_dp__": 8}),
+         versions=("0.5.11", "0.5.19"), sim=False,
+         expect_error="Currently DFLASH speculative decoding does not support dp attention"),
+    Case("draft_window_smaller_than_block",
+         _dflash(**{"speculative-dflash-block-size": 8, "__window__": 4}),
+         expect_error="must be >= --speculative-num-draft-tokens (block_size)"),
+    Case("trtllm_mla_off_blackwell", {"model-path": "{target}", "attention-backend": "trtllm_mla"},
+         expect_error="TRTLLM MLA backend is only supported on Blackwell GPUs"),
+    # The sim is the DDTree-patched 0.5.23, so it knows DDTREE; stock SGLang must not.
+    Case("ddtree_on_stock_sglang", _dflash(**{"speculative-algorithm": "DDTREE"}), sim=False,
+         expect_error={"0.5.11": "argument --speculative-algorithm: invalid choice: 'DDTREE'",
+                       "0.5.19": "Unknown speculative algorithm name: DDTREE",
+                       "0.5.23": "Unknown speculative algorithm name: DDTREE"}),
+    Case("abbreviated_key", {"model-path": "{target}", "speculative-algo": "DFLASH"},
+         expect_error="are not option strings"),
+)
+
+
+def expected_error(case: Case, version: str) -> str:
+    expect = case.expect_error
+    assert expect is not None, f"{case.id} expects no error"
+    return expect[version] if isinstance(expect, dict) else expect
+
+
+def _expect_fields(**expected: Any) -> Callable[[dict[str, Any], str], None]:
+    """A check: each field (any of '|'-separated spellings the versions use) resolved to the value."""
+
+    def check(resolved: dict[str, Any], version: str) -> None:
+        for spellings, value in expected.items():
+            names = [name for name in spellings.split("|") if name in resolved]
+            assert names, f"SGLang {version} resolved none of {spellings}"
+            assert resolved[names[0]] == value, f"SGLang {version}: {names[0]}={resolved[names[0]]!r}, want {value!r}"
+
+    return check
+
+
+def deployment_from_files(*paths: Path) -> dict[str, Any]:
+    """A deployment as the role builds it: the files' sglang_service_* values, prefix dropped."""
+    deployment: dict[str, Any] = {
+        "model_path": "{target}",
+        "drafter_path": "{drafter}",
+        "served_model_name": "kimi-k2.6",
+        "host": "127.0.0.1",
+        "port": 30000,
+        "enable_metrics": True,
+    }
+    for path in paths:
+        for name, value in yaml.safe_load(path.read_text()).items():
+            assert name.startswith("sglang_service_"), f"{path.name}: {name} is not an sglang_service_* variable"
+            if name != "sglang_service_profile":
+                deployment[name.removeprefix("sglang_service_")] = value
+    return deployment
+
+
+def shipped_cases(version: str) -> list[Case]:
+    """Every shipped profile x preset, rendered for `version` as the role renders it."""
+    cases = []
+    for profile in PROFILES:
+        for preset in PRESETS:
+            deployment = deployment_from_files(profile, preset)
+            ddtree = deployment["algorithm"] == "DDTREE"
+            config = server_config(deployment, f"{version}+ddtree" if ddtree else version)
+            block = deployment.get("block_size")
+            expected: dict[str, Any] = {"tp_size": deployment["tp_size"]}
+            if block is not None:
+                expected["speculative_dflash_block_size|speculative_num_draft_tokens"] = block
+            cases.append(Case(f"{profile.stem}+{preset.stem}", config, versions=(version,),
+                              check=_expect_fields(**expected), stock_adapt=True))
+    return cases
+
+
+def feature_cases(version: str) -> list[Case]:
+    """Per-version spellings whose effect must show in what SGLang resolved."""
+    base = {"model_path": "{target}", "drafter_path": "{drafter}"}
+    window = server_config({**base, "algorithm": "DFLASH", "block_size": 8, "draft_window": 2048}, version)
+    max_bs = server_config({**base, "cuda_graph_max_bs": 16}, version)
+    graphs_off = server_config({**base, "cuda_graph": False}, version)
+    attn_dp = server_config({**base, "tp_size": 8, "attn_dp_size": 8, "enable_dp_lm_head": True}, version)
+    return [
+        Case(f"draft_window@{version}", window, versions=(version,), check=_expect_fields(
+            **{"speculative_draft_window_size|speculative_dflash_draft_window_size": 2048})),
+        Case(f"cuda_graph_max_bs@{version}", max_bs, versions=(version,), check=_expect_fields(
+            **{"cuda_graph_max_bs_decode|cuda_graph_max_bs": 16})),
+        Case(f"cuda_graph_off@{version}", graphs_off, versions=(version,), check=_graphs_off),
+        Case(f"attention_dp@{version}", attn_dp, versions=(version,), check=_attention_dp),
+    ]
+
+
+def _graphs_off(resolved: dict[str, Any], version: str) -> None:
+    assert resolved.get("disable_cuda_graph") is True or resolved.get("cuda_graph_backend_decode") == "disabled", (
+        f"SGLang {version} still captures decode CUDA graphs"
+    )
+
+
+def _attention_dp(resolved: dict[str, Any], version: str) -> None:
+    width = resolved.get("attn_dp_size") or (resolved.get("dp_size") if resolved.get("enable_dp_attention") else 1)
+    assert width == 8, f"SGLang {version} resolved no attention-DP width of 8"
+
+
+def expand(value: Any, version: str, dirs: dict[str, str]) -> Any:
+    """Placeholders → this run's fixture dirs and the version's spelling."""
+    if isinstance(value, str):
+        return value.format(**dirs) if "{" in value else value
+    if isinstance(value, dict):
+        rules = VERSION_RULES[version]
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if key == "__window__":
+                out[rules.window] = item
+            elif key == "__attn_dp__":
+                out.update({"attn-dp-size": item} if rules.attn_dp == "attn-dp-size"
+                           else {"dp-size": item, "enable-dp-attention": True})
+            else:
+                out[key] = expand(item, version, dirs)
+        return out
+    return value
+
+
+def adapt_for_stock_sglang(config: dict[str, Any], extra_argv: list[str]) -> tuple[dict[str, Any], list[str]]:
+    """What a stock, GPU-less SGLang can resolve of a rendered config, and why each change is needed:
+    DDTREE exists only with the DDTree PR (resolved as the DFLASH it builds on, without the PR's own flag);
+    trtllm_mla is refused off Blackwell (asserted separately by the known-bad case), so Triton stands in."""
+    adapted = {k: v for k, v in config.items() if k not in DDTREE_ONLY_KEYS}
+    if adapted.get("speculative-algorithm") == "DDTREE":
+        adapted["speculative-algorithm"] = "DFLASH"
+    argv = list(extra_argv)
+    if adapted.get("attention-backend") == "trtllm_mla":
+        argv += ["--attention-backend", "triton"]
+    return adapted, argv
+
+
+def write_model_dirs(root: Path) -> dict[str, str]:
+    """A DeepSeek-V3-shaped target and a DFlash drafter (block size 8): config.json only, no weights."""
+    dirs = {}
+    for name, config in (
+        ("target", target_config()),
+        ("drafter", dflash_config(DRAFTER_BLOCK_SIZE, 2, [1, 2])),
+    ):
+        (root / name).mkdir()
+        (root / name / "config.json").write_text(json.dumps(config))
+        dirs[name] = str(root / name)
+    return dirs
+
+
+def write_case_files(cases: list[Case], version: str, dirs: dict[str, str], out: Path,
+                     stock: bool) -> list[dict[str, Any]]:
+    """Each case's config as a YAML file; `stock`: for stock SGLang, so shipped renderings are adapted."""
+    requests = []
+    for index, case in enumerate(cases):
+        config = expand(case.config, version, dirs)
+        extra = list(case.extra_argv)
+        if stock and case.stock_adapt:
+            config, extra = adapt_for_stock_sglang(config, extra)
+        path = out / f"case{index}.yaml"
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        requests.append({"id": case.id, "config": str(path), "extra_argv": extra, "env": {}})
+    return requests
+
+
+def resolver_venv() -> Path:
+    return Path(os.environ.get("SPECGATE_SGLANG_VENV", PROJECT_ROOT / ".venv-sglang"))
+
+
+def launch_driver(version: str, requests: list[dict[str, Any]], work: Path) -> subprocess.Popen:
+    venv = resolver_venv()
+    request_file, result_file = work / "request.json", work / "result.json"
+    request_file.write_text(json.dumps({"server_args_module": "sglang.srt.server_args",
+                                        "want_option_strings": True,
+                                        "cases": [{**r, "extra_argv": [*r["extra_argv"], *CPU_PEER_ARGV]}
+                                                  for r in requests]}))
+    env = {**os.environ, "PYTHONPATH": str(venv / "versions" / version)}
+    return subprocess.Popen(
+        [str(venv / "bin" / "python"), str(DRIVER), str(request_file), str(result_file)],
+        env=env, stdout=subprocess.DEVNULL, stderr=(work / "stderr.log").open("w"),
+    )
+
+
+def resolve_in_process(module_name: str, requests: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The driver's own code path without a process: for resolvers importable here (the sim)."""
+    module = __import__(module_name, fromlist=["prepare_server_args"])
+    options = resolver_driver.option_strings(module)
+    return {r["id"]: resolver_driver.resolve_case(module, options, r) for r in requests}

@@ -1,0 +1,92 @@
+"""SGLang's own resolver, per supported version, on every shipped profile x preset and on known-bad configs.
+
+Needs the CPU resolver venv (scripts/setup_sglang_resolver_venv). One driver process per SGLang version
+resolves all of that version's cases; the versions run concurrently.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from ansible.module_utils.specgate.sglang_flags import SUPPORTED_VERSIONS
+from resolver_cases import (
+    DDTREE_ONLY_KEYS,
+    KNOWN_BAD,
+    Case,
+    expand,
+    expected_error,
+    feature_cases,
+    launch_driver,
+    resolver_venv,
+    shipped_cases,
+    write_case_files,
+)
+
+pytestmark = pytest.mark.peer
+DRIVER_TIMEOUT_S = 300
+
+
+def _cases(version: str) -> list[Case]:
+    return [*shipped_cases(version), *feature_cases(version), *(c for c in KNOWN_BAD if version in c.versions)]
+
+
+@pytest.fixture(scope="session")
+def peer_results(model_dirs, tmp_path_factory):
+    """{version: {"results": {case id: result}, "options": set, "configs": {case id: config as rendered}}}."""
+    venv = resolver_venv()
+    if not (venv / "bin" / "python").exists():
+        reason = f"no SGLang resolver venv at {venv}: run scripts/setup_sglang_resolver_venv"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    missing = [v for v in SUPPORTED_VERSIONS if not (venv / "versions" / v / ".specgate-complete").exists()]
+    if missing:
+        pytest.fail(f"SGLang {missing} missing from {venv}: run scripts/setup_sglang_resolver_venv {' '.join(missing)}")
+    runs = {}
+    for version in SUPPORTED_VERSIONS:
+        work = tmp_path_factory.mktemp(f"sglang-{version}")
+        cases = _cases(version)
+        requests = write_case_files(cases, version, model_dirs, work, stock=True)
+        configs = {case.id: expand(case.config, version, model_dirs) for case in cases}
+        runs[version] = (launch_driver(version, requests, work), work, configs)
+    answers = {}
+    for version, (process, work, configs) in runs.items():
+        code = process.wait(timeout=DRIVER_TIMEOUT_S)
+        log = (work / "stderr.log").read_text()[-3000:]
+        assert code == 0, f"the resolver driver failed under SGLang {version}:\n{log}"
+        data = json.loads((work / "result.json").read_text())
+        answers[version] = {
+            "results": {r["id"]: r for r in data["results"]},
+            "options": set(data["option_strings"]),
+            "configs": configs,
+        }
+    return answers
+
+
+def _params(builder):
+    return [pytest.param(v, c, id=f"{v}-{c.id}") for v in SUPPORTED_VERSIONS for c in builder(v)]
+
+
+@pytest.mark.parametrize(("version", "case"), _params(lambda v: [*shipped_cases(v), *feature_cases(v)]))
+def test_rendered_config_resolves_under_sglang(version, case, peer_results):
+    result = peer_results[version]["results"][case.id]
+    assert result["ok"], f"SGLang {version} rejected {case.id}: {result['error']}"
+    case.check(result["resolved"], version)
+
+
+@pytest.mark.parametrize(("version", "case"), _params(lambda v: [*shipped_cases(v), *feature_cases(v)]))
+def test_every_rendered_key_is_an_exact_option_string(version, case, peer_results):
+    options = peer_results[version]["options"]
+    inexact = [k for k in peer_results[version]["configs"][case.id] if f"--{k}" not in options
+               and k not in DDTREE_ONLY_KEYS]
+    assert not inexact, f"SGLang {version} has no option {inexact} (a prefix would parse silently)"
+
+
+@pytest.mark.parametrize(("version", "case"), [pytest.param(v, c, id=f"{v}-{c.id}") for v in SUPPORTED_VERSIONS
+                                               for c in KNOWN_BAD if v in c.versions])
+def test_known_bad_config_is_rejected_with_sglangs_own_message(version, case, peer_results):
+    result = peer_results[version]["results"][case.id]
+    assert not result["ok"], f"SGLang {version} accepted {case.id}"
+    assert expected_error(case, version) in result["error"], f"SGLang {version} said: {result['error']}"

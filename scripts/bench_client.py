@@ -83,13 +83,8 @@ def main() -> int:
         finally:
             sim.stop()
     print(f"sim time scale {args.time_scale}, {args.output_tokens} output tokens/request, context {args.context}")
-    print(
-        "|   C | requests | client tok/s | server tok/s | deviation % | client CPU s / 1k tok | client CPU share "
-        "| delivery lag p50 / p99 ms |"
-    )
-    print(
-        "|----:|---------:|-------------:|-------------:|------------:|----------------------:|-----------------:|---|"
-    )
+    print("|   C | requests | client tok/s | server tok/s | deviation % | client CPU s / 1k tok | client CPU share |")
+    print("|----:|---------:|-------------:|-------------:|------------:|----------------------:|-----------------:|")
     for r in rows:
         print(
             f"| {r['C']:>3} | {r['requests']:>8} | {r['client_tok_s']:>12.0f} | {r['server_tok_s']:>12.0f} "

@@ -1,0 +1,99 @@
+"""The batching engine, in process: shared steps, per-request determinism, server-wide counters."""
+
+from __future__ import annotations
+
+import asyncio
+
+from specgate_sim.engine import Engine, Job
+from specgate_sim.metrics import Metrics
+from specgate_sim.specmodel import SpecConfig
+
+DDTREE = SpecConfig("DDTREE", 8, 8, 8, 4)
+
+
+def _job(seed: int, n: int = 100, kind: str = "chat") -> Job:
+    return Job(prompt_tokens=200, pieces=["x"] * n, finish_reason={"type": "length", "length": n}, kind=kind, seed=seed)
+
+
+async def _run(engine: Engine, jobs: list[Job]) -> None:
+    engine.start()
+    try:
+
+        async def drain(job: Job) -> None:
+            async for _ in engine.generate(job):
+                pass
+
+        await asyncio.gather(*(drain(j) for j in jobs))
+    finally:
+        await engine.stop()
+
+
+def _engine(
+    spec: SpecConfig = DDTREE, *, max_running: int = 48, cuda_graphs: bool = True, metrics: Metrics | None = None
+) -> Engine:
+    return Engine(
+        spec, max_running=max_running, time_scale=0.0, num_draft_tokens=9, cuda_graphs=cuda_graphs, metrics=metrics
+    )
+
+
+def test_a_request_draws_the_same_steps_alone_or_in_a_batch() -> None:
+    alone = _job(7)
+    asyncio.run(_run(_engine(), [alone]))
+    crowd = [_job(7), *(_job(s) for s in range(20, 27))]
+    asyncio.run(_run(_engine(), crowd))
+    assert (alone.verify_ct, alone.histogram) == (crowd[0].verify_ct, crowd[0].histogram)
+
+
+def test_batched_requests_share_steps() -> None:
+    engine = _engine()
+    jobs = [_job(s) for s in range(8)]
+    asyncio.run(_run(engine, jobs))
+    solo = _engine()
+    asyncio.run(_run(solo, [_job(0)]))
+    # eight requests at once take longer than one, far less than eight in a row
+    assert solo.clock < engine.clock < 3 * solo.clock
+
+
+def test_max_running_requests_queues_the_rest() -> None:
+    engine = _engine(max_running=2)
+    jobs = [_job(s, n=50) for s in range(4)]
+    asyncio.run(_run(engine, jobs))
+    first_tokens = sorted(j.first_token_at or 0.0 for j in jobs)
+    assert first_tokens[2] > first_tokens[1]  # the third waited for a free slot
+    assert all(j.emitted == 50 for j in jobs)
+
+
+def test_server_counters_are_tokens_over_verify_steps_and_flush_clears_them() -> None:
+    engine = _engine()
+    jobs = [_job(s, n=120, kind="code") for s in range(3)]
+    asyncio.run(_run(engine, jobs))
+    verify = sum(j.verify_ct for j in jobs)
+    assert engine.stats.verify_ct == verify
+    assert engine.stats.avg_accept_length == (3 * 119) / verify  # the first token of each comes from prefill
+    engine.flush()
+    assert engine.stats.avg_accept_length is None
+
+
+def test_without_speculation_each_step_yields_one_token() -> None:
+    engine = Engine(SpecConfig(), max_running=8, time_scale=0.0)
+    job = _job(1, n=40)
+    asyncio.run(_run(engine, [job]))
+    assert (job.verify_ct, engine.stats.avg_accept_length) == (0, None)
+    # 39 decode steps of ~10.2 ms plus the prefill step
+    assert 0.39 < engine.clock < 0.45
+
+
+def test_disabling_cuda_graphs_slows_steps() -> None:
+    fast, slow = _engine(), _engine(cuda_graphs=False)
+    asyncio.run(_run(fast, [_job(3)]))
+    asyncio.run(_run(slow, [_job(3)]))
+    assert slow.clock > 1.2 * fast.clock
+
+
+def test_metrics_follow_the_engine() -> None:
+    metrics = Metrics("m")
+    engine = _engine(metrics=metrics)
+    asyncio.run(_run(engine, [_job(s, n=60) for s in range(3)]))
+    text = metrics.render().decode()
+    assert 'sglang:generation_tokens_total{engine_type="unified",is_streaming="false",model_name="m"} 180.0' in text
+    assert "sglang:spec_num_draft_tokens" in text

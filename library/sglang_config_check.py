@@ -1,0 +1,139 @@
+#!/usr/bin/python
+"""Ansible module: ask the host's SGLang whether a rendered --config would start (logic in sglang_resolve)."""
+
+from __future__ import annotations
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.specgate.sglang_resolve import (
+    DEFAULT_SERVER_ARGS_MODULE,
+    DEFAULT_TIMEOUT_S,
+    ResolverUnavailable,
+    check_config,
+    mask_environment,
+)
+
+DOCUMENTATION = r"""
+---
+module: sglang_config_check
+short_description: Check an SGLang server config with SGLang's own argument resolver on the host
+description:
+  - Runs the engine venv's Python on a small driver that imports the server-args module, calls
+    C(prepare_server_args(["--config", config, *extra_argv])) and the version's resolution
+    (C(resolve_once()) where it exists), exactly as C(sglang serve) would before loading any weights.
+  - Every top-level key of the config must be an exact option string of that version's parser; argparse's
+    abbreviation matching would otherwise accept a prefix silently.
+  - Read-only, so it runs in check mode too. Fails the task with SGLang's own message when the config is
+    rejected, and with the interpreter's error when the resolver cannot run at all.
+  - The resolver never reaches the network (C(HF_HUB_OFFLINE=1)); model and drafter paths must be local
+    directories holding a C(config.json).
+version_added: "0.1.0"
+author: specgate
+options:
+  python:
+    description: The engine venv's Python interpreter on the host.
+    type: path
+    required: true
+  config:
+    description: The rendered server config (YAML, keys are SGLang flag names with dashes).
+    type: path
+    required: true
+  environment:
+    description:
+      - Engine environment the resolver runs with (for example the DDTree knobs).
+      - Values of variables whose names contain KEY, TOKEN, SECRET or PASSWORD are masked in the result;
+        the resolver needs no secret, so leave them out.
+    type: dict
+    default: {}
+  server_args_module:
+    description:
+      - Module providing C(prepare_server_args) and C(ServerArgs.add_cli_args).
+      - The demo points this at C(specgate_sim.server_args).
+    type: str
+    default: sglang.srt.server_args
+  extra_argv:
+    description:
+      - Arguments appended after C(--config) (command-line values win over the config file).
+      - Real hosts pass nothing; GPU-less tests pass C(--device cuda).
+    type: list
+    elements: str
+    default: []
+  timeout:
+    description: Seconds to wait for the resolver (importing SGLang alone takes several seconds).
+    type: int
+    default: 300
+notes:
+  - Supports check mode; never changes the host.
+"""
+
+EXAMPLES = r"""
+- name: Check the candidate release's config with the host's SGLang
+  sglang_config_check:
+    python: /opt/specgate/venv/bin/python
+    config: /opt/specgate/releases/3f2a9c1d-bs8-b8-t4/server.yaml
+    environment:
+      SGLANG_DDTREE_MAX_TOPK: "4"
+  register: __sglang_service_check
+
+- name: The demo host checks against the simulated server's resolver
+  sglang_config_check:
+    python: /opt/specgate/venv/bin/python
+    config: /opt/specgate/releases/3f2a9c1d-bs8-b8-t4/server.yaml
+    server_args_module: specgate_sim.server_args
+"""
+
+RETURN = r"""
+rejected:
+  description: Whether SGLang's resolver refused the config.
+  returned: always
+  type: bool
+  sample: false
+message:
+  description: SGLang's own error message when rejected, else a short confirmation.
+  returned: always
+  type: str
+  sample: "ValueError: Currently DFLASH speculative decoding only supports pp_size == 1."
+resolved:
+  description: The server arguments as SGLang resolved them (field names with underscores; secrets masked).
+  returned: when accepted
+  type: dict
+  sample: {"speculative_algorithm": "DFLASH", "speculative_num_draft_tokens": 8, "tp_size": 8}
+unknown_keys:
+  description: Config keys that are not exact option strings of the version's parser.
+  returned: always
+  type: list
+  elements: str
+  sample: []
+environment:
+  description: The environment the resolver ran with, secret-looking values masked.
+  returned: always
+  type: dict
+  sample: {"SGLANG_DDTREE_MAX_TOPK": "4"}
+"""
+
+ARGUMENT_SPEC = {
+    "python": {"type": "path", "required": True},
+    "config": {"type": "path", "required": True},
+    "environment": {"type": "dict", "default": {}},
+    "server_args_module": {"type": "str", "default": DEFAULT_SERVER_ARGS_MODULE},
+    "extra_argv": {"type": "list", "elements": "str", "default": []},
+    "timeout": {"type": "int", "default": DEFAULT_TIMEOUT_S},
+}
+
+
+def main() -> None:
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    params = module.params
+    shown_env = mask_environment(params["environment"])
+    try:
+        result = check_config(params["python"], params["config"], params["environment"],
+                              server_args_module=params["server_args_module"], extra_argv=params["extra_argv"],
+                              timeout=params["timeout"])
+    except ResolverUnavailable as error:
+        module.fail_json(msg=f"could not run SGLang's resolver: {error}", rejected=False, environment=shown_env)
+    if result.rejected:
+        module.fail_json(msg=result.message, environment=shown_env, **result.as_dict())
+    module.exit_json(changed=False, environment=shown_env, **result.as_dict())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+"""The sglang_config_check module run by Ansible itself (AnsiballZ packaging, check mode, failure output)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from specgate_sim.fixtures import dflash_config, target_config
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+ANSIBLE = Path(sys.executable).parent / "ansible"
+
+
+@pytest.fixture
+def models(tmp_path):
+    for name, config in (("target", target_config()), ("drafter", dflash_config(8, 2, [1, 2]))):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps(config))
+    return tmp_path
+
+
+def run_module(config: Path, tmp_path: Path) -> dict:
+    args = json.dumps({"python": sys.executable, "config": str(config), "server_args_module": "specgate_sim.server_args",
+                       "environment": {"SGLANG_DDTREE_MAX_TOPK": "4", "HF_TOKEN": "hf_secret"}})
+    env = {**os.environ, "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-tmp")}
+    completed = subprocess.run(
+        [str(ANSIBLE), "localhost", "-i", "localhost,", "-c", "local", "--check", "-m", "sglang_config_check",
+         "-e", f"ansible_python_interpreter={sys.executable}", "-a", args],
+        cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )
+    # ad-hoc output: "localhost | SUCCESS => {...}" (or FAILED! =>); the JSON is the module's result
+    _, marker, payload = completed.stdout.partition(" => ")
+    assert marker, f"no module result from ansible:\n{completed.stdout}\n{completed.stderr}"
+    return json.loads(payload)
+
+
+def write(path: Path, lines: dict) -> Path:
+    path.write_text("".join(f"{k}: {v}\n" for k, v in lines.items()))
+    return path
+
+
+def test_module_accepts_a_valid_config_in_check_mode_and_reports_the_resolution(models, tmp_path):
+    config = write(tmp_path / "good.yaml", {"model-path": models / "target", "speculative-algorithm": "DFLASH",
+                                            "speculative-draft-model-path": models / "drafter"})
+    result = run_module(config, tmp_path)
+    assert not result.get("failed"), result.get("msg")
+    assert result["changed"] is False
+    assert result["resolved"]["speculative_num_draft_tokens"] == 8  # from the drafter's config.json
+    assert result["environment"] == {"SGLANG_DDTREE_MAX_TOPK": "4", "HF_TOKEN": "********"}
+
+
+def test_module_fails_the_task_with_the_resolvers_message(models, tmp_path):
+    config = write(tmp_path / "bad.yaml", {"model-path": models / "target", "speculative-algorithm": "DFLASH",
+                                           "speculative-draft-model-path": models / "drafter",
+                                           "speculative-dflash-block-size": 0})
+    result = run_module(config, tmp_path)
+    assert result["failed"] is True
+    assert result["rejected"] is True
+    assert result["msg"] == "ValueError: DFLASH requires --speculative-dflash-block-size to be positive, got 0."

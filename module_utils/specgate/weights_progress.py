@@ -35,7 +35,9 @@ def progress_report(*, done: int, total: int, baseline: int, elapsed: float, lab
     remaining = max(total - done, 0)
     eta = remaining / rate if rate > 0 else None
     percent = 100.0 * done / total if total else 100.0
-    line = f"{label}: {done / GB:.2f} / {total / GB:.2f} GB ({percent:.0f}%), {rate / 1e6:.1f} MB/s, ETA "
+    # GB for real checkpoints, MB for small ones (fixtures, drafter-only runs) so the numbers still move.
+    unit, scale = ("GB", GB) if total >= GB else ("MB", 1e6)
+    line = f"{label}: {done / scale:.2f} / {total / scale:.2f} {unit} ({percent:.0f}%), {rate / 1e6:.1f} MB/s, ETA "
     line += format_duration(eta) if eta is not None else ("done" if remaining == 0 else "unknown")
     return {
         "label": label,

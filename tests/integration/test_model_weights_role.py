@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -86,7 +87,8 @@ def test_converge_downloads_with_progress_then_a_rerun_changes_nothing(hub_root,
         assert first.status == "successful", results(first, "runner_on_failed")
         progress = [res.get("msg", "") for task, res in results(first, "runner_on_ok")
                     if task == "Show download progress"]
-        assert any(" / 0.00 GB (" in line and "MB/s, ETA" in line for line in progress), progress
+        assert any(re.fullmatch(r"weights: \d+\.\d\d / 0\.\d\d MB \(\d+%\), \d+\.\d MB/s, ETA \S+", line)
+                   for line in progress), progress
         warnings = [w for _t, res in results(first, "runner_on_ok") for w in res.get("warnings", [])]
         assert any("positions 8-15 are out of distribution" in w for w in warnings), warnings
         weights_fact = fact(first, "specgate_weights")

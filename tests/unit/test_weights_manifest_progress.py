@@ -60,6 +60,8 @@ def test_progress_line_has_bytes_rate_and_eta():
     assert report["eta_s"] == 10.0
     assert report["line"] == "weights: 3.00 / 5.00 GB (60%), 200.0 MB/s, ETA 10s"
     assert progress_report(done=5, total=5, baseline=5, elapsed=1, label="w")["line"].endswith("ETA done")
+    small = progress_report(done=250_000, total=1_000_000, baseline=0, elapsed=1.0, label="w")
+    assert small["line"] == "w: 0.25 / 1.00 MB (25%), 0.2 MB/s, ETA 3s"
     assert format_duration(3725) == "1h 02m"
     assert format_duration(125) == "2m 05s"
 

@@ -23,8 +23,10 @@ def models(tmp_path):
     return tmp_path
 
 
-def run_module(config: Path, tmp_path: Path) -> dict:
-    args = json.dumps({"python": sys.executable, "config": str(config), "server_args_module": "specgate_sim.server_args",
+def run_module(config: Path, tmp_path: Path) -> tuple[str, dict]:
+    """(status as Ansible printed it: SUCCESS or FAILED!, the module's result)."""
+    args = json.dumps({"python": sys.executable, "config": str(config),
+                       "server_args_module": "specgate_sim.server_args",
                        "environment": {"SGLANG_DDTREE_MAX_TOPK": "4", "HF_TOKEN": "hf_secret"}})
     env = {**os.environ, "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-tmp")}
     completed = subprocess.run(
@@ -33,9 +35,9 @@ def run_module(config: Path, tmp_path: Path) -> dict:
         cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
     )
     # ad-hoc output: "localhost | SUCCESS => {...}" (or FAILED! =>); the JSON is the module's result
-    _, marker, payload = completed.stdout.partition(" => ")
+    head, marker, payload = completed.stdout.partition(" => ")
     assert marker, f"no module result from ansible:\n{completed.stdout}\n{completed.stderr}"
-    return json.loads(payload)
+    return head.rsplit("| ", 1)[-1].strip(), json.loads(payload)
 
 
 def write(path: Path, lines: dict) -> Path:
@@ -46,8 +48,8 @@ def write(path: Path, lines: dict) -> Path:
 def test_module_accepts_a_valid_config_in_check_mode_and_reports_the_resolution(models, tmp_path):
     config = write(tmp_path / "good.yaml", {"model-path": models / "target", "speculative-algorithm": "DFLASH",
                                             "speculative-draft-model-path": models / "drafter"})
-    result = run_module(config, tmp_path)
-    assert not result.get("failed"), result.get("msg")
+    status, result = run_module(config, tmp_path)
+    assert status == "SUCCESS", result.get("msg")
     assert result["changed"] is False
     assert result["resolved"]["speculative_num_draft_tokens"] == 8  # from the drafter's config.json
     assert result["environment"] == {"SGLANG_DDTREE_MAX_TOPK": "4", "HF_TOKEN": "********"}
@@ -57,7 +59,7 @@ def test_module_fails_the_task_with_the_resolvers_message(models, tmp_path):
     config = write(tmp_path / "bad.yaml", {"model-path": models / "target", "speculative-algorithm": "DFLASH",
                                            "speculative-draft-model-path": models / "drafter",
                                            "speculative-dflash-block-size": 0})
-    result = run_module(config, tmp_path)
-    assert result["failed"] is True
+    status, result = run_module(config, tmp_path)
+    assert status == "FAILED!"
     assert result["rejected"] is True
     assert result["msg"] == "ValueError: DFLASH requires --speculative-dflash-block-size to be positive, got 0."

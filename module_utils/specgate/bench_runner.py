@@ -183,6 +183,7 @@ async def _crosscheck(s: BenchSettings, context: str, tokens: int, concurrency: 
 def _server_summary(info: dict) -> dict:
     keys = (
         "model_path",
+        "revision",
         "served_model_name",
         "speculative_algorithm",
         "speculative_num_draft_tokens",

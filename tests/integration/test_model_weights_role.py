@@ -170,3 +170,22 @@ def test_disk_too_small_fails_before_anything_is_downloaded(hub_root, tmp_path):
             assert hub.resolve_requests("GET") == []
     finally:
         subprocess.run(["umount", str(small)], check=True)
+
+
+def test_prestaged_target_and_drafter_need_no_hub_and_are_not_written(hub_root, tmp_path):
+    summary = hub_root[1]
+    staged = tmp_path / "nfs"
+    shutil.copytree(summary[fixtures.TARGET]["path"], staged / "target")
+    shutil.copytree(summary[fixtures.DRAFTER_B16]["path"], staged / "drafter")
+    before = sorted(p.relative_to(staged).as_posix() for p in staged.rglob("*"))
+    run = play(tmp_path, role_vars("http://127.0.0.1:9", tmp_path / "models", model_weights_target_repo="",
+                                   model_weights_drafter_repo="",
+                                   model_weights_target_local_path=str(staged / "target"),
+                                   model_weights_drafter_local_path=str(staged / "drafter")))
+    assert run.status == "successful", results(run, "runner_on_failed")
+    weights_fact = fact(run, "specgate_weights")
+    assert weights_fact["target_path"] == str(staged / "target")
+    assert weights_fact["drafter_path"] == str(staged / "drafter")
+    assert weights_fact["drafter"]["block_size"] == 16
+    assert sorted(p.relative_to(staged).as_posix() for p in staged.rglob("*")) == before
+    assert not (tmp_path / "models").exists()

@@ -1,0 +1,62 @@
+"""The shipped profiles and presets (configs/) against the renderer's variable set."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from ansible.module_utils.specgate.sglang_flags import DEPLOYMENT_KEYS, SPEC_KEYS, SUPPORTED_VERSIONS, server_config
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+PROFILES = sorted((CONFIGS / "profiles").glob("*.yml"))
+PRESETS = sorted((CONFIGS / "presets").glob("*.yml"))
+DEPLOYMENT_VARS = {f"sglang_service_{key}" for key in DEPLOYMENT_KEYS}
+
+
+def load(path: Path) -> dict:
+    return yaml.safe_load(path.read_text())
+
+
+def deployment(*paths: Path) -> dict:
+    merged = {"model_path": "/models/target", "drafter_path": "/models/drafter"}
+    for path in paths:
+        merged.update({k.removeprefix("sglang_service_"): v for k, v in load(path).items()
+                       if k != "sglang_service_profile"})
+    return merged
+
+
+def test_the_shipped_set_is_the_documented_set():
+    assert [p.stem for p in PROFILES] == ["bs16-b32-t8", "bs8-b4-t4", "bs8-b8-t4", "dflash-bs8", "no-spec"]
+    assert [p.stem for p in PRESETS] == ["b300-tp8", "ct200-ep8"]
+
+
+@pytest.mark.parametrize("path", PROFILES + PRESETS, ids=lambda p: p.name)
+def test_files_set_only_deployment_variables(path):
+    unknown = set(load(path)) - DEPLOYMENT_VARS - {"sglang_service_profile"}
+    assert not unknown, f"{path.name} sets variables the renderer does not know: {sorted(unknown)}"
+
+
+@pytest.mark.parametrize("path", PROFILES, ids=lambda p: p.stem)
+def test_profiles_set_every_speculative_variable_and_name_themselves(path):
+    values = load(path)
+    assert values["sglang_service_profile"] == path.stem
+    missing = {f"sglang_service_{key}" for key in (*SPEC_KEYS, "algorithm")} - set(values)
+    assert not missing, f"{path.name} leaves {sorted(missing)} to whatever the inventory held"
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+@pytest.mark.parametrize("preset", PRESETS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.stem)
+def test_every_profile_and_preset_renders_for_every_supported_version(profile, preset, version):
+    values = deployment(profile, preset)
+    target = f"{version}+ddtree" if values["algorithm"] == "DDTREE" else version
+    config = server_config(values, target)
+    assert config["tp-size"] == 8
+    assert config.get("speculative-dflash-block-size") == values["block_size"]
+
+
+def test_readme_documents_exactly_the_deployment_variables():
+    documented = set(re.findall(r"^\| `(sglang_service_[a-z0-9_]+)`", (CONFIGS / "README.md").read_text(), re.M))
+    assert documented == DEPLOYMENT_VARS

@@ -231,6 +231,19 @@ def resolver_venv() -> Path:
     return Path(os.environ.get("SPECGATE_SGLANG_VENV", PROJECT_ROOT / ".venv-sglang"))
 
 
+def require_resolver_venv() -> Path:
+    """The venv, or a skip saying how to make it; in CI (CI set) its absence fails: no silent skips there."""
+    import pytest
+
+    venv = resolver_venv()
+    if not (venv / "bin" / "python").exists():
+        reason = f"no SGLang resolver venv at {venv}: run scripts/setup_sglang_resolver_venv"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return venv
+
+
 def launch_driver(version: str, requests: list[dict[str, Any]], work: Path) -> subprocess.Popen:
     venv = resolver_venv()
     request_file, result_file = work / "request.json", work / "result.json"

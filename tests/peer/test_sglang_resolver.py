@@ -7,7 +7,6 @@ resolves all of that version's cases; the versions run concurrently.
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 from ansible.module_utils.specgate.sglang_flags import SUPPORTED_VERSIONS
@@ -19,7 +18,7 @@ from resolver_cases import (
     expected_error,
     feature_cases,
     launch_driver,
-    resolver_venv,
+    require_resolver_venv,
     shipped_cases,
     write_case_files,
 )
@@ -35,12 +34,7 @@ def _cases(version: str) -> list[Case]:
 @pytest.fixture(scope="session")
 def peer_results(model_dirs, tmp_path_factory):
     """{version: {"results": {case id: result}, "options": set, "configs": {case id: config as rendered}}}."""
-    venv = resolver_venv()
-    if not (venv / "bin" / "python").exists():
-        reason = f"no SGLang resolver venv at {venv}: run scripts/setup_sglang_resolver_venv"
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+    venv = require_resolver_venv()
     missing = [v for v in SUPPORTED_VERSIONS if not (venv / "versions" / v / ".specgate-complete").exists()]
     if missing:
         pytest.fail(f"SGLang {missing} missing from {venv}: run scripts/setup_sglang_resolver_venv {' '.join(missing)}")
@@ -90,3 +84,17 @@ def test_known_bad_config_is_rejected_with_sglangs_own_message(version, case, pe
     result = peer_results[version]["results"][case.id]
     assert not result["ok"], f"SGLang {version} accepted {case.id}"
     assert expected_error(case, version) in result["error"], f"SGLang {version} said: {result['error']}"
+
+
+def test_config_check_logic_reports_sglangs_rejection_end_to_end(model_dirs, tmp_path, monkeypatch):
+    """What sglang_config_check runs on a host (driver written to a temp file, run by another Python)."""
+    from ansible.module_utils.specgate.sglang_resolve import check_config
+
+    venv = require_resolver_venv()
+    config = tmp_path / "server.yaml"
+    config.write_text(f"model-path: {model_dirs['target']}\nspeculative-algorithm: DFLASH\n"
+                      f"speculative-draft-model-path: {model_dirs['drafter']}\npp-size: 2\n")
+    monkeypatch.setenv("PYTHONPATH", str(venv / "versions" / "0.5.23"))
+    result = check_config(str(venv / "bin" / "python"), str(config), extra_argv=["--device", "cuda"])
+    assert result.rejected
+    assert result.message == "ValueError: Currently DFLASH speculative decoding only supports pp_size == 1."

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import math
 import random
 from collections import deque
@@ -30,6 +31,8 @@ from specgate_sim.specmodel import (
     sample_accept_length,
     verify_tokens,
 )
+
+log = logging.getLogger("sglang.srt.managers.scheduler")
 
 KV_CAPACITY_TOKENS = 1_000_000
 THROUGHPUT_WINDOW_STEPS = 40
@@ -118,6 +121,19 @@ class Engine:
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._loop())
+        self._task.add_done_callback(self._died)
+
+    @staticmethod
+    def _died(task: asyncio.Task[None]) -> None:
+        # a dead scheduler would leave every request hanging: say so loudly, as SGLang's watchdog does
+        if not task.cancelled() and task.exception() is not None:
+            log.error("Scheduler hit an exception", exc_info=task.exception())
+
+    @property
+    def last_gen_throughput(self) -> float:
+        """Tokens per simulated second over the last steps (SGLang logs it per interval)."""
+        seconds = sum(w.seconds for w in self._recent)
+        return sum(w.produced for w in self._recent) / seconds if seconds else 0.0
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -243,8 +259,6 @@ class Engine:
         """Scheduler gauges over the last steps, as SGLang logs them per interval."""
         if not self.metrics:
             return
-        seconds = sum(w.seconds for w in self._recent)
-        produced = sum(w.produced for w in self._recent)
         accepted = sum(w.accepted for w in self._recent)
         verifies = sum(w.verifies for w in self._recent)
         correct = sum(w.correct for w in self._recent)
@@ -254,7 +268,7 @@ class Engine:
             running=len(self.running),
             queued=len(self.waiting),
             token_usage=min(used / KV_CAPACITY_TOKENS, 1.0),
-            gen_throughput=produced / seconds if seconds else 0.0,
+            gen_throughput=self.last_gen_throughput,
             accept_length=accepted / verifies if verifies else None,
             accept_rate=correct / proposed if proposed else None,
             draft_tokens=self.num_draft_tokens if self.spec.enabled else None,

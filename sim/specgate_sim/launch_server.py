@@ -41,8 +41,7 @@ def _log_setup(level: str) -> None:
         level=getattr(logging, level.upper(), logging.INFO),
         format="[%(asctime)s] %(message)s",
         datefmt="%Y-%m-%d %H:%M:%S",
-        force=True,
-        stream=sys.stdout,
+        force=True,  # stderr, as SGLang's basicConfig
     )
 
 

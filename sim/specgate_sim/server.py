@@ -171,7 +171,7 @@ async def server_info(request: web.Request) -> web.Response:
         "world_size": state.args["tp_size"] * state.args["pp_size"] * state.args["dp_size"],
         "startup_time": state.startup_time,
         "effective_max_running_requests_per_dp": state.engine.max_running,
-        "last_gen_throughput": 0.0,
+        "last_gen_throughput": state.engine.last_gen_throughput,
     }
     avg = state.engine.stats.avg_accept_length
     if avg is not None:  # internal_state.py::_add_speculative: only when speculating and counted

@@ -68,7 +68,8 @@ SPEC_KEYS = {
     "draft_window": DFLASH_FAMILY,
     "num_steps": EAGLE_FAMILY,
     "eagle_topk": EAGLE_FAMILY,
-    "num_draft_tokens": ALGORITHMS[1:],
+    # DDTREE sizes its verify width from the budget (budget + 1), so draft tokens are not a DDTREE knob.
+    "num_draft_tokens": ("DFLASH", *EAGLE_FAMILY),
 }
 # drafter_path/_revision (from the model_weights facts) and draft_attention_backend (a hardware choice, set by
 # the parallel presets) are not in SPEC_KEYS: they hold whatever the profile, and "none" just does not render them.

@@ -185,6 +185,11 @@ def test_knobs_of_another_algorithm_are_refused_not_silently_dropped(key, value)
         server_config(dflash(**{key: value}), "0.5.23")
 
 
+def test_draft_tokens_are_refused_for_ddtree_whose_verify_width_comes_from_the_budget():
+    with pytest.raises(SglangConfigError, match="sglang_service_num_draft_tokens applies to DFLASH/EAGLE3/NEXTN"):
+        server_config(ddtree(num_draft_tokens=9), "0.5.23+ddtree")
+
+
 def test_no_speculation_renders_no_speculative_flag_even_with_a_drafter_on_disk():
     config = server_config({"model_path": TARGET, "algorithm": "none", "drafter_path": DRAFTER}, "0.5.23")
     assert not [key for key in config if key.startswith("speculative")]

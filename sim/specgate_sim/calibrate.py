@@ -7,7 +7,7 @@ import sys
 from dataclasses import dataclass
 
 from specgate_sim.engine import Engine, Job
-from specgate_sim.specmodel import REFERENCE_MIX, Estimate, SpecConfig, estimate
+from specgate_sim.specmodel import PROFILES, REFERENCE_MIX, Estimate, SpecConfig, estimate
 
 TOLERANCE = 0.10
 
@@ -20,6 +20,7 @@ class Row:
     cfg: SpecConfig
     accept: tuple[float, float] | None
     tok_s: tuple[float, float] | None
+    profile: str = "ct200"
 
 
 # field-notes.md "Numbers (ct200 unless said)". The bs16 rows report a range over budgets 16 and 32
@@ -31,6 +32,8 @@ FIELD_NOTES: tuple[Row, ...] = (
     Row("bs16 budget16 topk4", SpecConfig("DDTREE", 16, 8, 16, 4), (4.94, 5.19), (162.0, 170.0)),
     Row("bs16 budget32 topk8", SpecConfig("DDTREE", 16, 8, 32, 8), (4.94, 5.19), (162.0, 170.0)),
     Row("no speculation (TP8)", SpecConfig(), None, (97.9, 97.9)),
+    Row("b300: DFlash bs8", SpecConfig("DFLASH", 8, 8, 7, 1), None, (303.0, 303.0), "b300"),
+    Row("b300: no speculation (303 / 2.15)", SpecConfig(), None, (140.9, 140.9), "b300"),
 )
 
 
@@ -51,13 +54,15 @@ def table(rows: tuple[Row, ...] = FIELD_NOTES, *, run: bool = False) -> list[tup
     """Each row with the model's expectation, or (``run``) with a short simulated run's measurement."""
     out = []
     for row in rows:
-        est = simulate(row.cfg) if run else estimate(row.cfg)
+        est = simulate(row.cfg, profile=row.profile) if run else estimate(row.cfg, lat=PROFILES[row.profile])
         ok = within(est.accept_length, row.accept) and within(est.tokens_per_s, row.tok_s)
         out.append((row, est, ok))
     return out
 
 
-def simulate(cfg: SpecConfig, *, requests_per_share: int = 4, output_tokens: int = 400, seed: int = 0) -> Estimate:
+def simulate(
+    cfg: SpecConfig, *, requests_per_share: int = 4, output_tokens: int = 400, seed: int = 0, profile: str = "ct200"
+) -> Estimate:
     """Run the engine at C=1 over the reference mix (sequential requests, instant time scale) and
     measure accept length (decode tokens / verify steps) and decode tok/s (decode tokens / decode time)."""
     shares = {kind: round(share * 4 * requests_per_share) for kind, share in REFERENCE_MIX.items()}
@@ -73,7 +78,7 @@ def simulate(cfg: SpecConfig, *, requests_per_share: int = 4, output_tokens: int
         for i in range(count)
     ]
     num_draft_tokens = cfg.budget + 1 if cfg.algorithm == "DDTREE" else cfg.block_size
-    engine = Engine(cfg, max_running=1, time_scale=0.0, num_draft_tokens=num_draft_tokens)
+    engine = Engine(cfg, max_running=1, time_scale=0.0, num_draft_tokens=num_draft_tokens, lat=PROFILES[profile])
 
     async def drive() -> None:
         engine.start()

@@ -23,6 +23,7 @@ from specgate_sim.metrics import Metrics
 from specgate_sim.planning import Quality
 from specgate_sim.resolve import ResolveError, resolve
 from specgate_sim.server import ServerState, build_app
+from specgate_sim.specmodel import PROFILES
 
 log = logging.getLogger("sglang.srt.entrypoints.http_server")
 
@@ -120,6 +121,12 @@ def main(argv: list[str] | None = None) -> int:
     sim = simenv.from_env()
     ns, merged = sgl_args.parse(argv, sim.reject_flag)
     _log_setup(ns.log_level)
+    if sim.profile not in PROFILES:
+        print(
+            f"specgate-sim: SPECGATE_SIM_PROFILE must be one of {sorted(PROFILES)}, got {sim.profile!r}",
+            file=sys.stderr,
+        )
+        return 1
     try:
         resolved = resolve(ns, sim)
     except ResolveError as exc:
@@ -141,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         num_draft_tokens=resolved.args.get("speculative_num_draft_tokens"),
         cuda_graphs=cuda_graphs,
         metrics=metrics,
+        lat=PROFILES[sim.profile],
     )
     seed = sim.seed if sim.seed is not None else int(resolved.args["random_seed"])
     quality = Quality(seed, sim.wrong_fraction, sim.truncate_fraction)

@@ -67,6 +67,14 @@ class LatencyParams:
     prefill_tokens_per_s: float = 12000.0
 
 
+# Host profiles (SPECGATE_SIM_PROFILE). b300: 8x B300 on NVLink, no speculation 303 / 2.15 = 141 tok/s and
+# DFlash 303 tok/s in the field notes; cheaper expert reads and drafter pass than ct200's PCIe.
+PROFILES: dict[str, LatencyParams] = {
+    "ct200": LatencyParams(),
+    "b300": LatencyParams(dense_ms=5.46, moe_ms=10.9, draft_pass_ms=1.0),
+}
+
+
 @dataclass(frozen=True)
 class SpecConfig:
     """The resolved speculative setting the engine runs."""

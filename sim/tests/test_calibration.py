@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from specgate_sim.calibrate import FIELD_NOTES, TOLERANCE, render, simulate, table, within
+from specgate_sim.specmodel import SpecConfig, estimate
 
 
 def test_default_calibration_reproduces_the_field_notes_table(capsys: pytest.CaptureFixture[str]) -> None:
@@ -47,3 +48,11 @@ def test_a_different_seed_changes_the_draws_not_the_calibration() -> None:
     assert first != second
     assert first.accept_length == pytest.approx(second.accept_length, rel=0.05)
     assert simulate(cfg, seed=1) == first
+
+
+def test_b300_profile_speeds_dflash_up_about_2_15_times() -> None:
+    by_label = {row.label: est for row, est, _ in table()}
+    speedup = by_label["b300: DFlash bs8"].tokens_per_s / by_label["b300: no speculation (303 / 2.15)"].tokens_per_s
+    assert speedup == pytest.approx(2.15, rel=TOLERANCE)
+    ct200 = estimate(SpecConfig("DFLASH", 8, 8, 7, 1))  # PCIe: verifying costs relatively more
+    assert ct200.tokens_per_s / by_label["no speculation (TP8)"].tokens_per_s < speedup

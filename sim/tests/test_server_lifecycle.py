@@ -265,3 +265,9 @@ def test_module_runs_as_python_dash_m(tmp_path: Path) -> None:
     )
     assert out.returncode == 0
     assert "--speculative-ddtree-budget" in out.stdout
+
+
+def test_unknown_profile_refuses_to_start(tmp_path: Path, target: Path) -> None:
+    sim = _start(tmp_path, ["--model-path", str(target)], {"SPECGATE_SIM_PROFILE": "h900"})
+    assert sim.proc.wait(10) == 1
+    assert "SPECGATE_SIM_PROFILE must be one of ['b300', 'ct200']" in sim.log()

@@ -278,3 +278,20 @@ def test_metrics_use_sglang_names_and_labels(sim: testing.SimProcess) -> None:
         s.value for s in families["sglang:generation_tokens"].samples if s.name == "sglang:generation_tokens_total"
     )
     assert generated >= 30
+
+
+def test_openai_sdk_completions_stream_deltas_add_up(sim: testing.SimProcess) -> None:
+    client = openai.OpenAI(base_url=sim.url + "/v1", api_key="unused")
+    stream = client.completions.create(model="kimi-k2.6", prompt=CODE_PROMPT, max_tokens=400, stream=True)
+    chunks = list(stream)
+    text = "".join(c.choices[0].text for c in chunks if c.choices)
+    assert "def gcd(a, b):" in text
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+
+
+def test_bad_requests_get_sglangs_error_shape(sim: testing.SimProcess) -> None:
+    resp = httpx.post(sim.url + "/generate", json={"sampling_params": {}})
+    assert resp.status_code == 400
+    body = resp.json()
+    assert (body["object"], body["code"]) == ("error", 400)
+    assert "text or input_ids" in body["message"]

@@ -62,6 +62,7 @@ def test_v1_models_answers_while_health_is_still_503(tmp_path: Path, target: Pat
         sim.wait_status("/health", 503)
         assert sim.status("/v1/models") == 200
         assert sim.status("/ready") == 503
+        assert sim.status("/server_info") == 503
         assert httpx.post(sim.url + "/generate", json={"text": "hi"}).status_code == 503
     finally:
         sim.stop()

@@ -105,7 +105,9 @@ def test_converge_downloads_with_progress_then_a_rerun_changes_nothing(hub_root,
         assert second.status == "successful"
         changed = [task for task, res in results(second, "runner_on_ok") if res.get("changed")]
         assert changed == []
-        assert hub.resolve_requests("GET") == []
+        # metadata only: one listing per snapshot, no file request at all
+        assert sorted(r["path"] for r in hub.state.requests) == sorted(
+            f"/api/models/{repo}/revision/main" for repo in (fixtures.TARGET, fixtures.DRAFTER_B8))
 
 
 def test_check_mode_plans_and_writes_nothing(hub_root, tmp_path):

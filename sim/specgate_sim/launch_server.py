@@ -1,8 +1,9 @@
 """``python -m specgate_sim.launch_server <SGLang flags>``: the simulated SGLang server.
 
-Lifecycle, as SGLang's (times are simulated seconds times SPECGATE_SIM_TIME_SCALE):
-process start (port closed) → bind, load weights (/health 503, /v1/models already answers) →
-warm up → "The server is fired up and ready to roll!" (/health 200) → SIGTERM: /health 503, exit.
+Lifecycle (times are simulated seconds times SPECGATE_SIM_TIME_SCALE): process start (port closed) →
+bind, load weights (/health 503, /v1/models already answers) → warm up (503) → "The server is fired up and
+ready to roll!" (/health 200) → SIGTERM: exit. With SPECGATE_SIM_BIND_AFTER_LOAD=1 the port stays closed
+through the load, which is SGLang 0.5.23's own order.
 """
 
 from __future__ import annotations
@@ -53,6 +54,29 @@ async def _wait(stop: asyncio.Event, seconds: float) -> bool:
     return stop.is_set()
 
 
+class _Listener:
+    """The HTTP port: bound once, at the point of the lifecycle the bind order asks for."""
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+        self.runner: web.AppRunner | None = None
+
+    async def bind(self) -> bool:
+        self.runner = web.AppRunner(build_app(self.state), access_log=None, handle_signals=False)
+        await self.runner.setup()
+        host, port = self.state.args["host"], self.state.args["port"]
+        try:
+            await web.TCPSite(self.runner, host, port).start()
+        except OSError as exc:
+            log.error("Failed to bind %s:%s: %s", host, port, exc)
+            return False
+        return True
+
+    async def close(self) -> None:
+        if self.runner is not None:
+            await self.runner.cleanup()
+
+
 async def serve(state: ServerState, sim: simenv.SimEnv) -> int:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -64,27 +88,21 @@ async def serve(state: ServerState, sim: simenv.SimEnv) -> int:
     for sig, name in ((signal.SIGTERM, "sigterm"), (signal.SIGINT, "sigint")):
         loop.add_signal_handler(sig, on_signal, name)
 
+    listener = _Listener(state)
+    try:
+        return await _lifecycle(state, sim, stop, listener)
+    finally:
+        await state.engine.stop()
+        await listener.close()
+
+
+async def _lifecycle(state: ServerState, sim: simenv.SimEnv, stop: asyncio.Event, listener: _Listener) -> int:
+    resolved = state.resolved
     # process start: tokenizer, scheduler and detokenizer processes come up; nothing listens yet
     if await _wait(stop, sim.scaled(sim.start_seconds + sim.refuse_seconds)):
         return 0
-    runner = web.AppRunner(build_app(state), access_log=None, handle_signals=False)
-    await runner.setup()
-    host, port = state.args["host"], state.args["port"]
-    try:
-        await web.TCPSite(runner, host, port).start()
-    except OSError as exc:
-        log.error("Failed to bind %s:%s: %s", host, port, exc)
-        await runner.cleanup()
+    if not sim.bind_after_load and not await listener.bind():
         return 1
-    try:
-        return await _lifecycle(state, sim, stop)
-    finally:
-        await state.engine.stop()
-        await runner.cleanup()
-
-
-async def _lifecycle(state: ServerState, sim: simenv.SimEnv, stop: asyncio.Event) -> int:
-    resolved = state.resolved
     log.info(
         "Load weight begin. model=%s bytes=%d (simulated %.1f s)",
         resolved.args["model_path"],
@@ -100,10 +118,17 @@ async def _lifecycle(state: ServerState, sim: simenv.SimEnv, stop: asyncio.Event
     if await _wait(stop, sim.scaled(resolved.load_seconds)):
         return 0
     log.info("Load weight end. type=%s", (resolved.target_config.get("architectures") or ["?"])[0])
+    # sglang 0.5.23: srt/entrypoints/engine.py::_launch_subprocesses waits for the schedulers to load the
+    # model before http_server.py::_setup_and_run_http_server binds the port
+    if sim.bind_after_load and not await listener.bind():
+        return 1
     state.engine.start()
     if sim.never_healthy:
         log.warning("specgate-sim: FAULT_NEVER_HEALTHY — staying in warmup")
         await stop.wait()
+        return 0
+    # http_server.py::_wait_and_warmup: one warmup request, then ServerStatus.Up
+    if await _wait(stop, sim.scaled(sim.warmup_seconds)):
         return 0
     state.phase = "up"
     log.info("The server is fired up and ready to roll!")

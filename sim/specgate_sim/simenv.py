@@ -15,6 +15,8 @@ class SimEnv:
     time_scale: float = 1.0  # every simulated duration is multiplied by this (0.001 in tests)
     profile: str = "ct200"  # host latency profile: ct200 (PCIe, SM120) or b300 (NVLink)
     start_seconds: float = 2.0  # "process start": port not bound yet
+    bind_after_load: bool = False  # True: SGLang 0.5.23's own order, port closed until the weights are in
+    warmup_seconds: float = 2.0  # after loading, /health still 503 (SGLang's warmup request)
     load_bandwidth: float = 0.9e9  # bytes/s of weight files (a 550 GB model loads in ~610 s)
     load_seconds: float | None = None  # fixed load time instead of bytes / bandwidth
     seed: int | None = None  # falls back to --random-seed, then 0
@@ -49,6 +51,8 @@ def from_env(env: Mapping[str, str] | None = None) -> SimEnv:
         time_scale=_float(env, "TIME_SCALE", 1.0),
         profile=env.get(PREFIX + "PROFILE") or "ct200",
         start_seconds=_float(env, "START_SECONDS", 2.0),
+        bind_after_load=_bool(env, "BIND_AFTER_LOAD"),
+        warmup_seconds=_float(env, "WARMUP_SECONDS", 2.0),
         load_bandwidth=_float(env, "LOAD_BANDWIDTH", 0.9e9),
         load_seconds=float(load_seconds) if load_seconds else None,
         seed=int(seed) if seed else None,

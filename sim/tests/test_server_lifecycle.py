@@ -56,6 +56,21 @@ def test_port_closed_then_503_while_loading_then_200(tmp_path: Path, target: Pat
         assert sim.stop() == 0
 
 
+def test_bind_after_load_keeps_the_port_closed_through_the_load_as_sglang_does(tmp_path: Path, target: Path) -> None:
+    sim = _start(
+        tmp_path,
+        ["--model-path", str(target)],
+        {"SPECGATE_SIM_BIND_AFTER_LOAD": "1", "SPECGATE_SIM_LOAD_SECONDS": "800", "SPECGATE_SIM_WARMUP_SECONDS": "400"},
+    )
+    try:
+        started = time.monotonic()
+        sim.wait_status("/health", 503)
+        assert time.monotonic() - started >= 0.75  # nothing listened during the 0.8 s load
+        assert _observe(sim, "/health", 10) == [503, 200]
+    finally:
+        sim.stop()
+
+
 def test_v1_models_answers_while_health_is_still_503(tmp_path: Path, target: Path) -> None:
     sim = _start(tmp_path, ["--model-path", str(target)], {"SPECGATE_SIM_LOAD_SECONDS": "100000"})
     try:

@@ -188,6 +188,7 @@ def main() -> None:
             describe=hf_fetch.describe_error,
             forget=hf_fetch.forget_local_copy,
             now=now,
+            probe=hf_fetch.probe_access,
         )
     except WeightsError as error:
         module.fail_json(msg=str(error), **error.result)

@@ -70,6 +70,14 @@ def remote_listing(
     return str(info.sha), files
 
 
+def probe_access(repo_id: str, commit: str, path: str, *, endpoint: str | None, token: str | None) -> None:
+    """HEAD one file: raises what a download of it would (gated without a grant, bad token), transfers nothing."""
+    from huggingface_hub import get_hf_file_metadata, hf_hub_url
+
+    url = hf_hub_url(repo_id, path, revision=commit, endpoint=endpoint or None)
+    get_hf_file_metadata(url, token=_token(token), endpoint=endpoint or None)
+
+
 def forget_local_copy(local_dir: str, relative: str) -> None:
     """Remove a file and huggingface_hub's note about it, so the client fetches it again instead of trusting it.
 

@@ -170,8 +170,8 @@ def plan_local(spec: SnapshotSpec) -> SnapshotPlan:
     return plan
 
 
-def plan_all(specs: Sequence[SnapshotSpec], options: Options, listing: Listing, describe: Callable[..., str]
-             ) -> list[SnapshotPlan]:
+def plan_all(specs: Sequence[SnapshotSpec], options: Options, listing: Listing, describe: Callable[..., str],
+             probe: Callable[..., None] | None = None) -> list[SnapshotPlan]:
     plans = []
     for spec in specs:
         if spec.local_path:
@@ -186,8 +186,17 @@ def plan_all(specs: Sequence[SnapshotSpec], options: Options, listing: Listing, 
         if not selected:
             raise WeightsError(f"{spec.name}: no file of {spec.repo_id}@{spec.revision} matches the allow/ignore "
                                "patterns (model_weights_allow_patterns / model_weights_ignore_patterns)")
-        plans.append(plan_snapshot(name=spec.name, repo_id=spec.repo_id or "", revision=spec.revision or "",
-                                   commit=commit, local_dir=spec.local_dir, files=selected))
+        plan = plan_snapshot(name=spec.name, repo_id=spec.repo_id or "", revision=spec.revision or "",
+                             commit=commit, local_dir=spec.local_dir, files=selected)
+        if plan.missing and probe is not None:
+            # The public hub lists a gated repo's files to anyone and refuses only the files themselves:
+            # ask for one file's metadata now, so a missing grant fails the plan, not the download.
+            try:
+                probe(plan.repo_id, commit, plan.missing[0].path, endpoint=options.endpoint, token=options.token)
+            except Exception as error:  # any refusal becomes one message naming the variable
+                raise WeightsError(describe(error, name=spec.name, repo_id=spec.repo_id, revision=spec.revision,
+                                            endpoint=options.endpoint)) from error
+        plans.append(plan)
     return plans
 
 
@@ -201,11 +210,12 @@ def run(
     forget: Callable[[str, str], None],
     now: str,
     fs_of: Callable[[str], Any] = fs_info,
+    probe: Callable[..., None] | None = None,
 ) -> dict[str, Any]:
     errors = validate_specs(specs)
     if errors:
         raise WeightsError("; ".join(errors))
-    plans = plan_all(specs, options, listing, describe)
+    plans = plan_all(specs, options, listing, describe, probe)
     outcomes = [Outcome(spec, plan) for spec, plan in zip(specs, plans, strict=True)]
     hub_outcomes = [o for o in outcomes if not o.spec.local_path]
     needs = disk_needs([o.plan for o in hub_outcomes], options.headroom_bytes, fs_of)

@@ -43,6 +43,7 @@ def _run(hub_url, specs, fs_of=fs_info, **options):
         forget=hf_fetch.forget_local_copy,
         now="2026-01-01T00:00:00+00:00",
         fs_of=fs_of,
+        probe=hf_fetch.probe_access,
     )
 
 
@@ -258,3 +259,16 @@ def test_disk_too_small_on_a_real_tmpfs_fails_before_writing(hub_root, hub, tmp_
         assert hub.resolve_requests("GET") == []
     finally:
         subprocess.run(["umount", str(small)], check=True)
+
+
+def test_a_hub_that_lists_a_gated_repo_but_refuses_its_files_fails_at_the_plan(hub, tmp_path):
+    # The public hub answers model_info for gated repos and refuses only the files: the probe catches it.
+    def public_listing(repo_id, revision, *, endpoint, token):
+        return hf_fetch.remote_listing(repo_id, revision, endpoint=endpoint, token=TOKEN)
+
+    with pytest.raises(WeightsError, match=r"is gated.*model_weights_hf_token"):
+        run(_specs(tmp_path, target=fixtures.TARGET_GATED), Options(endpoint=hub.url), listing=public_listing,
+            fetch=hf_fetch.download, describe=hf_fetch.describe_error, forget=hf_fetch.forget_local_copy,
+            now="t", probe=hf_fetch.probe_access)
+    assert hub.resolve_requests("GET") == []
+    assert len(hub.resolve_requests("HEAD")) == 2

@@ -272,3 +272,23 @@ def test_a_hub_that_lists_a_gated_repo_but_refuses_its_files_fails_at_the_plan(h
             now="t", probe=hf_fetch.probe_access)
     assert hub.resolve_requests("GET") == []
     assert len(hub.resolve_requests("HEAD")) == 2
+
+
+def test_a_connection_cut_mid_file_is_resumed_in_the_same_run_with_a_range_request(tmp_path):
+    # huggingface_hub 2.4 retries a dropped body with Range from the last whole 10 MiB chunk it wrote; check
+    # that the bytes it stitches together are exactly the file (its resume code has had bugs: #3648, #4196).
+    sha = "ab" * 20
+    repo = tmp_path / "hub" / "specgate-fixtures" / "big"
+    (repo / sha).mkdir(parents=True)
+    data = bytes(range(256)) * (25 * 1024 * 1024 // 256) + b"tail"
+    (repo / sha / "big.safetensors").write_bytes(data)
+    (repo / "repo.json").write_text(json.dumps({"gated": False, "branches": {"main": sha}, "commits": [sha]}))
+    with running_hub(tmp_path / "hub") as big_hub:
+        httpx.post(f"{big_hub.url}/_admin/cut", json={"after_bytes": 15 * 1024 * 1024, "times": 1}).raise_for_status()
+        spec = [SnapshotSpec(name="target", repo_id="specgate-fixtures/big", revision="main",
+                             local_dir=str(tmp_path / "out"))]
+        result = _run(big_hub.url, spec)
+        ranges = [r["range"] for r in big_hub.resolve_requests("GET")]
+    assert (tmp_path / "out" / "big.safetensors").read_bytes() == data
+    assert ranges == [None, f"bytes={10 * 1024 * 1024}-"]
+    assert result["snapshots"][0]["fetched"] == ["big.safetensors"]

@@ -191,3 +191,20 @@ def test_prestaged_target_and_drafter_need_no_hub_and_are_not_written(hub_root, 
     assert weights_fact["drafter"]["block_size"] == 16
     assert sorted(p.relative_to(staged).as_posix() for p in staged.rglob("*")) == before
     assert not (tmp_path / "models").exists()
+
+
+@pytest.mark.parametrize(
+    ("bad", "named"),
+    [
+        ({"model_weights_drafter_local_path": "/srv/drafter"}, "model_weights_drafter_local_path, not both"),
+        ({"model_weights_target_revision": ""}, "model_weights_target_revision"),
+        ({"model_weights_max_workers": 0}, "model_weights_max_workers"),
+        ({"model_weights_drafter_kind": "eagle"}, "model_weights_drafter_kind"),
+    ],
+)
+def test_bad_settings_fail_before_the_hub_is_asked_naming_the_variable(tmp_path, bad, named):
+    with running_hub(tmp_path) as hub:
+        run = play(tmp_path, role_vars(hub.url, tmp_path / "models", **bad))
+        (_task, res), = results(run, "runner_on_failed")
+        assert named in res["msg"]
+        assert hub.state.requests == []

@@ -60,5 +60,6 @@ def test_no_partial_download_or_progress_report_is_left(host):
 
 
 def test_the_hub_token_is_written_nowhere_on_the_host(host):
-    found = host.run(f"grep -rl {TOKEN} /models /root/.ansible_async /root/.ansible /tmp /var/tmp 2>/dev/null")
+    home = host.user().home  # the connection user's: where Ansible keeps async results and module temp files
+    found = host.run(f"grep -rl {TOKEN} /models {home}/.ansible_async {home}/.ansible /tmp /var/tmp 2>/dev/null")
     assert found.stdout.strip() == ""

@@ -69,8 +69,12 @@ class RoleRun:
         raise KeyError(f"no task set the fact {name}")
 
 
-def run_role(tmp_path: Path, role: str, role_vars: dict[str, Any]) -> RoleRun:
-    """One play on localhost that runs the role with role_vars; the project's ansible.cfg applies."""
+def run_role(tmp_path: Path, role: str, role_vars: dict[str, Any], cmdline: str = "") -> RoleRun:
+    """One play on localhost that runs the role with role_vars; the project's ansible.cfg applies.
+
+    cmdline adds ansible-playbook options, e.g. "--check --tags cuda_validate" so a role that installs
+    things can be driven into its refusals on the test machine without any chance of changing it.
+    """
     private = tmp_path / "runner"
     (private / "project").mkdir(parents=True)
     (private / "inventory").mkdir()
@@ -87,6 +91,7 @@ def run_role(tmp_path: Path, role: str, role_vars: dict[str, Any]) -> RoleRun:
     result = ansible_runner.run(
         private_data_dir=str(private),
         playbook="play.yml",
+        cmdline=cmdline or None,
         quiet=True,
         envvars={
             "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",

@@ -29,7 +29,7 @@ def hub_root(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     return root, fixtures.write_fixtures(root)
 
 
-def play(tmp_path: Path, role_vars: dict[str, Any], check: bool = False) -> ansible_runner.Runner:
+def play(tmp_path: Path, role_vars: dict[str, Any], check: bool = False, tags: str = "") -> ansible_runner.Runner:
     private = tmp_path / f"runner-{len(list(tmp_path.glob('runner-*')))}"
     (private / "project").mkdir(parents=True)
     (private / "inventory").mkdir()
@@ -41,7 +41,8 @@ def play(tmp_path: Path, role_vars: dict[str, Any], check: bool = False) -> ansi
     (private / "env").mkdir()
     (private / "env" / "extravars").write_text(json.dumps(role_vars))
     return ansible_runner.run(
-        private_data_dir=str(private), playbook="play.yml", quiet=True, cmdline="--check" if check else None,
+        private_data_dir=str(private), playbook="play.yml", quiet=True,
+        cmdline=" ".join(([f"--tags {tags}"] if tags else []) + (["--check"] if check else [])) or None,
         envvars={
             "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
             "ANSIBLE_CONFIG": str(PROJECT_ROOT / "ansible.cfg"),
@@ -208,3 +209,14 @@ def test_bad_settings_fail_before_the_hub_is_asked_naming_the_variable(tmp_path,
         (_task, res), = results(run, "runner_on_failed")
         assert named in res["msg"]
         assert hub.state.requests == []
+
+
+def test_the_download_phase_alone_still_plans_and_checks_first(hub_root, tmp_path):
+    with running_hub(hub_root[0]) as hub:
+        run = play(tmp_path, role_vars(hub.url, tmp_path / "models"), tags="model_weights_download")
+        assert run.status == "successful", results(run, "runner_on_failed")
+        tasks = [task for task, _res in results(run, "runner_on_ok")]
+        assert tasks.index("Plan from hub metadata (files, bytes still missing) and check target plus drafter "
+                           "against free disk") < tasks.index("Start the pinned download in the background (a polled "
+                                                              "job, so progress can be shown)")
+        assert (tmp_path / "models" / fixtures.TARGET / ".specgate-manifest.json").is_file()

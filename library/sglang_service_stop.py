@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import time
+
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.specgate.gpu_release import (
     NVIDIA_SMI_QUERY,
@@ -90,6 +92,10 @@ pids:
   returned: always
   type: list
   elements: int
+stop_s:
+  description: Seconds C(systemctl stop) took (systemd's own SIGTERM, TimeoutStopSec, SIGKILL sequence).
+  returned: unless check mode
+  type: float
 processes:
   description: gone, waited_s, killed (PIDs that needed SIGKILL), survivors, port_free.
   returned: unless check mode
@@ -138,10 +144,12 @@ def main() -> None:
     if module.check_mode:
         module.exit_json(**result)
 
+    started = time.monotonic()
     if running:
         rc, out, err = module.run_command(["systemctl", "stop", p["unit"]])
         if rc != 0:
             module.fail_json(msg=f"systemctl stop {p['unit']} failed: {err.strip() or out.strip()}", **result)
+    result["stop_s"] = round(time.monotonic() - started, 3)
 
     gone = wait_until_gone(
         pids,

@@ -100,8 +100,8 @@ def http(path: str, api_key: str | None = None, port: int | None = None, timeout
         return 0, {}
 
 
-def server_info() -> dict:
-    status, info = http("/server_info", VARS["sglang_service_api_key"])
+def server_info(port: int | None = None) -> dict:
+    status, info = http("/server_info", VARS["sglang_service_api_key"], port=port)
     assert status == 200, f"/server_info answered {status}"
     return info
 

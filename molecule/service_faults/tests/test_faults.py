@@ -1,0 +1,129 @@
+"""sglang_service failure paths, in file order after a first deploy (converge): a candidate that crashes,
+one that never becomes healthy, one that refuses connections while loading, and an old server that
+ignores SIGTERM (waited out, then killed). The previous release must serve after every failure, and
+there must never be two servers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "service_shared"))
+from servicetest import (  # the shared helpers live beside the scenarios
+    CONVERGE,
+    LAUNCH_PATTERN,
+    SECRETS,
+    VARS,
+    journal,
+    main_pid,
+    release_of,
+    run_playbook,
+    server_info,
+)
+
+INSTANCE = "specgate-service-faults"
+PORT = 31001
+testinfra_hosts = [f"podman://{INSTANCE}"]
+BASE_ENV = VARS["sglang_service_extra_env"]
+
+
+def deploy(extra_env: dict | None = None, **overrides):
+    extravars = {"sglang_service_port": PORT, **overrides}
+    if extra_env is not None:
+        extravars["sglang_service_extra_env"] = {**BASE_ENV, **extra_env}
+    return run_playbook(INSTANCE, CONVERGE, extravars)
+
+
+class ServerCounter:
+    """Counts live server processes on the host every few hundred ms while a deploy runs."""
+
+    def __init__(self) -> None:
+        self.samples: list[int] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            out = subprocess.run(
+                ["podman", "exec", INSTANCE, "pgrep", "-f", LAUNCH_PATTERN], capture_output=True, text=True, check=False
+            ).stdout
+            self.samples.append(len(out.split()))
+            self._stop.wait(0.1)
+
+    def __enter__(self) -> ServerCounter:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+@pytest.fixture
+def serving(host):
+    service = host.service("sglang")
+    assert service.is_running, "sglang.service is not running:\n" + journal(host)
+    return release_of(host, "active")
+
+
+def test_a_candidate_that_crashes_on_start_fails_with_the_journal_and_the_previous_release_serves(host, serving):
+    run = deploy({"SPECGATE_SIM_FAULT_CRASH_DURING_LOAD": "1"})
+    assert run.status == "failed"
+    assert "did not become ready" in run.stdout
+    assert "CUDA out of memory" in run.stdout, "the journal excerpt with the engine's own error is missing"
+    assert f"Rolled back: release {serving} is serving again" in run.stdout
+    assert release_of(host, "active") == serving
+    assert release_of(host, "known-good") == serving
+    assert server_info(PORT)["speculative_num_draft_tokens"] == 8
+    assert not any(secret in run.stdout for secret in SECRETS)
+
+
+def test_a_candidate_that_never_becomes_healthy_is_abandoned_at_the_load_timeout(host, serving):
+    run = deploy({"SPECGATE_SIM_FAULT_NEVER_HEALTHY": "1"}, sglang_service_load_timeout=4)
+    assert run.status == "failed"
+    assert "not healthy after 4 s" in run.stdout
+    assert f"Rolled back: release {serving} is serving again" in run.stdout
+    assert release_of(host, "active") == serving
+    assert host.service("sglang").is_running
+    assert server_info(PORT)["speculative_num_draft_tokens"] == 8
+
+
+def test_refused_connections_while_loading_are_waited_through(host, serving):
+    run = deploy({"SPECGATE_SIM_FAULT_REFUSE_SECONDS": "2"})
+    assert run.status == "successful", run.stdout[-3000:]
+    started = run.results("Start the server and wait")
+    assert started, "the candidate was never started"
+    assert started[-1]["ready"]["connection_errors"] > 0, "the sim never refused: the test proves nothing"
+    assert release_of(host, "active") != serving
+
+
+def test_an_old_server_that_ignores_sigterm_is_waited_out_and_never_runs_beside_the_new_one(host):
+    lingering = deploy({"SPECGATE_SIM_FAULT_IGNORE_SIGTERM_SECONDS": "4"})
+    assert lingering.status == "successful", lingering.stdout[-3000:]
+    old_pid = main_pid(host)
+    with ServerCounter() as counter:
+        run = deploy(sglang_service_block_size=16, sglang_service_drafter_path="/models/kimi-k26-dflash-b16")
+    assert run.status == "successful", run.stdout[-3000:]
+    stop = run.results("Stop the running server")[-1]
+    assert old_pid in stop["pids"]
+    assert stop["stop_s"] >= 4, "the old server was not given its SIGTERM grace"
+    assert stop["processes"]["killed"] == []
+    assert max(counter.samples) == 1, f"two servers at once: {counter.samples}"
+    assert server_info(PORT)["speculative_num_draft_tokens"] == 16
+
+
+def test_an_old_server_that_outlives_the_stop_timeout_is_killed_and_never_runs_beside_the_new_one(host):
+    stuck = deploy({"SPECGATE_SIM_FAULT_IGNORE_SIGTERM_SECONDS": "120"}, sglang_service_stop_timeout=3)
+    assert stuck.status == "successful", stuck.stdout[-3000:]
+    assert host.service("sglang").systemd_properties["TimeoutStopUSec"] == "3s"
+    with ServerCounter() as counter:
+        run = deploy(sglang_service_stop_timeout=3)
+    assert run.status == "successful", run.stdout[-3000:]
+    stop = run.results("Stop the running server")[-1]
+    assert 3 <= stop["stop_s"] < 20, f"systemd did not SIGKILL at TimeoutStopSec: {stop['stop_s']} s"
+    assert max(counter.samples) == 1, f"two servers at once: {counter.samples}"
+    assert server_info(PORT)["speculative_num_draft_tokens"] == 8

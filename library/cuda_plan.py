@@ -56,7 +56,7 @@ EXAMPLES = r"""
     source: pypi
     prefix: /opt/specgate/cuda
     pypi_packages: [nvidia-cuda-nvcc==13.0.88, nvidia-curand==10.4.0.35]
-  register: __cuda_plan
+  register: __cuda_toolkit_plan
 """
 
 RETURN = r"""

@@ -103,8 +103,9 @@ def main() -> None:
     release = nvcc_release(out)
     if release != p["expected_version"]:
         module.fail_json(
-            msg=f"{p['nvcc']} is CUDA {release}, but cuda_version is {p['expected_version']}. Fix: pin the "
-            "toolkit packages (cuda_pypi_packages / cuda_apt_packages) to the cuda_version release."
+            msg=f"{p['nvcc']} is CUDA {release}, but cuda_toolkit_version is {p['expected_version']}. Fix: pin "
+            "the toolkit packages (cuda_toolkit_pypi_packages / cuda_toolkit_apt_packages) to the "
+            "cuda_toolkit_version release."
         )
     if up_to_date(p["source"], p["output"], p["sm"]):
         module.exit_json(changed=False, compiled=False, nvcc_version=release, cubin_sm=p["sm"])

@@ -54,23 +54,23 @@ def plan(
     result = CudaPlan(arch=arch or None, version=version, source=source)
     if not arch:
         result.problems.append(
-            "cuda_arch: the host reports no GPU arch (specgate_gpu.arch is null). Fix: set cuda_arch "
+            "cuda_toolkit_arch: the host reports no GPU arch (specgate_gpu.arch is null). Fix: set cuda_toolkit_arch "
             "(sm90, sm100, sm103 or sm120) for the arch this host compiles for, e.g. on a GPU-less test host."
         )
     elif arch not in NVCC_ARCH_BY_ARCH:
         result.problems.append(
-            f"cuda_arch: {arch!r} is not a specgate arch. Fix: use one of {sorted(NVCC_ARCH_BY_ARCH)}."
+            f"cuda_toolkit_arch: {arch!r} is not a specgate arch. Fix: use one of {sorted(NVCC_ARCH_BY_ARCH)}."
         )
     try:
         major = parse_version(version, 2)[0]
     except ValueError:
-        result.problems.append(f"cuda_version: {version!r} is not MAJOR.MINOR. Fix: set it like '13.0'.")
+        result.problems.append(f"cuda_toolkit_version: {version!r} is not MAJOR.MINOR. Fix: set it like '13.0'.")
         return result
     if result.arch in CUDA_MINIMUM_BY_ARCH:
         if not cuda_meets_minimum(result.arch, version):
             result.problems.append(
-                f"cuda_version: CUDA {version} cannot compile for {result.arch.upper()}. Fix: set cuda_version to "
-                f"{CUDA_MINIMUM_BY_ARCH[result.arch]} or newer."
+                f"cuda_toolkit_version: CUDA {version} cannot compile for {result.arch.upper()}. "
+                f"Fix: set cuda_toolkit_version to {CUDA_MINIMUM_BY_ARCH[result.arch]} or newer."
             )
         result.nvcc_arch = NVCC_ARCH_BY_ARCH[result.arch]
         result.arch_list = ARCH_LIST_BY_ARCH[result.arch]
@@ -78,12 +78,12 @@ def plan(
     if source == "pypi":
         if major < FIRST_PYPI_TREE_MAJOR:
             result.problems.append(
-                f"cuda_source: the PyPI CUDA {version} wheels have no single toolkit tree (CUDA_HOME). "
-                "Fix: set cuda_source: apt for a CUDA 12 toolkit, or cuda_version to 13.0 or newer."
+                f"cuda_toolkit_source: the PyPI CUDA {version} wheels have no single toolkit tree (CUDA_HOME). "
+                "Fix: set cuda_toolkit_source: apt for a CUDA 12 toolkit, or cuda_toolkit_version to 13.0 or newer."
             )
         if not any(package.split("=")[0].strip() == "nvidia-curand" for package in pypi_packages):
             result.problems.append(
-                "cuda_pypi_packages: nvidia-curand is missing; FlashInfer's JIT includes <curand_kernel.h>. "
+                "cuda_toolkit_pypi_packages: nvidia-curand is missing; FlashInfer's JIT includes <curand_kernel.h>. "
                 "Fix: add a pinned nvidia-curand (e.g. nvidia-curand==10.4.0.35 for CUDA 13.0)."
             )
         result.pypi_subdir = f"nvidia/cu{major}"
@@ -92,7 +92,7 @@ def plan(
     else:
         if not any(package.startswith("libcurand-dev") for package in apt_packages):
             result.problems.append(
-                "cuda_apt_packages: no libcurand-dev package; FlashInfer's JIT includes <curand_kernel.h>. "
+                "cuda_toolkit_apt_packages: no libcurand-dev package; FlashInfer's JIT includes <curand_kernel.h>. "
                 f"Fix: add libcurand-dev-{version.replace('.', '-')}."
             )
         result.home = f"/usr/local/cuda-{version}"

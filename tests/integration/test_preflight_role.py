@@ -102,3 +102,13 @@ def test_argument_specs_refuse_bad_values_by_name_before_any_task(tmp_path, vari
     run = run_role(tmp_path, "preflight", {**CT200, variable: value})
     task, _ = refused(run, variable)
     assert "argument" in task.lower()
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [("cuda_toolkit_source", "conda"), ("sglang_env_wheelhouse_on_host", "perhaps")],
+)
+def test_later_stage_variable_is_refused_by_preflight_before_any_stage_runs(tmp_path, variable, value):
+    run = run_role(tmp_path, "preflight", {**CT200, "preflight_expect_gpus": False, variable: value})
+    task, _ = refused(run, variable)
+    assert task.startswith("Check the later stages' variables")

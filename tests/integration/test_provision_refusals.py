@@ -12,7 +12,7 @@ from integration.preflight_runner import run_role
 
 pytestmark = pytest.mark.slow
 
-CUDA_ONLY = "--check --tags cuda_validate"
+CUDA_ONLY = "--check --tags cuda_toolkit_validate"
 SGLANG_ENV_ONLY = "--check --tags sglang_env_validate"
 
 
@@ -27,31 +27,38 @@ def refused(run, variable, task_prefix):
 
 
 def test_cuda_validate_passes_for_sm120_on_cuda_13(tmp_path):
-    run = run_role(tmp_path, "cuda_toolkit", {"cuda_arch": "sm120"}, CUDA_ONLY)
+    run = run_role(tmp_path, "cuda_toolkit", {"cuda_toolkit_arch": "sm120"}, CUDA_ONLY)
     assert run.status == "successful", run.failed_tasks()
 
 
 def test_cuda_on_gpu_less_host_without_cuda_arch_is_refused(tmp_path):
     run = run_role(tmp_path, "cuda_toolkit", {}, CUDA_ONLY)
-    refused(run, "cuda_arch", "Work out CUDA_HOME")
+    refused(run, "cuda_toolkit_arch", "Work out CUDA_HOME")
 
 
 def test_cuda_below_the_arch_minimum_is_refused(tmp_path):
     run = run_role(
-        tmp_path, "cuda_toolkit", {"cuda_arch": "sm103", "cuda_source": "apt", "cuda_version": "12.8"}, CUDA_ONLY
+        tmp_path,
+        "cuda_toolkit",
+        {"cuda_toolkit_arch": "sm103", "cuda_toolkit_source": "apt", "cuda_toolkit_version": "12.8"},
+        CUDA_ONLY,
     )
-    refused(run, "cuda_version", "Work out CUDA_HOME")
+    refused(run, "cuda_toolkit_version", "Work out CUDA_HOME")
 
 
 def test_apt_repository_without_signing_key_is_refused(tmp_path):
-    role_vars = {"cuda_arch": "sm120", "cuda_source": "apt", "cuda_apt_repo_url": "https://apt.example.internal/cuda"}
+    role_vars = {
+        "cuda_toolkit_arch": "sm120",
+        "cuda_toolkit_source": "apt",
+        "cuda_toolkit_apt_repo_url": "https://apt.example.internal/cuda",
+    }
     run = run_role(tmp_path, "cuda_toolkit", role_vars, CUDA_ONLY)
-    refused(run, "cuda_apt_key_url", "Refuse an apt repository without its signing key")
+    refused(run, "cuda_toolkit_apt_key_url", "Refuse an apt repository without its signing key")
 
 
 def test_unknown_cuda_source_is_refused_by_argument_specs(tmp_path):
-    run = run_role(tmp_path, "cuda_toolkit", {"cuda_arch": "sm120", "cuda_source": "conda"}, CUDA_ONLY)
-    refused(run, "cuda_source", "Validating arguments")
+    run = run_role(tmp_path, "cuda_toolkit", {"cuda_toolkit_arch": "sm120", "cuda_toolkit_source": "conda"}, CUDA_ONLY)
+    refused(run, "cuda_toolkit_source", "Validating arguments")
 
 
 def test_wheelhouse_source_without_wheelhouse_is_refused(tmp_path):

@@ -74,7 +74,7 @@ def test_nvcc_of_another_release_is_refused_naming_cuda_version(tmp_path, capsys
     make_nvcc(tmp_path, release="12.8")
     result = run_probe(tmp_path, capsys)
     assert result["failed"] is True
-    assert "is CUDA 12.8, but cuda_version is 13.0" in result["msg"]
+    assert "is CUDA 12.8, but cuda_toolkit_version is 13.0" in result["msg"]
     assert compile_calls(tmp_path) == []
 
 

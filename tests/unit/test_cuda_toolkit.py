@@ -52,38 +52,38 @@ def test_apt_plan_uses_the_versioned_usr_local_tree():
 
 def test_gpu_less_host_without_cuda_arch_is_refused():
     (problem,) = pypi_plan(arch=None).problems
-    assert problem.startswith("cuda_arch:")
-    assert "set cuda_arch" in problem
+    assert problem.startswith("cuda_toolkit_arch:")
+    assert "set cuda_toolkit_arch" in problem
 
 
 def test_unknown_arch_is_refused():
-    assert pypi_plan(arch="sm89").problems[0].startswith("cuda_arch:")
+    assert pypi_plan(arch="sm89").problems[0].startswith("cuda_toolkit_arch:")
 
 
 def test_toolkit_below_arch_minimum_is_refused():
     result = plan("sm103", "12.8", source="apt", prefix="/p", pypi_packages=[], apt_packages=["libcurand-dev-12-8"])
-    assert [p.split(":")[0] for p in result.problems] == ["cuda_version"]
+    assert [p.split(":")[0] for p in result.problems] == ["cuda_toolkit_version"]
     assert "12.9 or newer" in result.problems[0]
 
 
 def test_pypi_source_for_cuda_12_is_refused():
     problems = pypi_plan(arch="sm90", version="12.8").problems
-    assert [p.split(":")[0] for p in problems] == ["cuda_source"]
+    assert [p.split(":")[0] for p in problems] == ["cuda_toolkit_source"]
 
 
 def test_pypi_package_list_without_curand_is_refused():
     problems = pypi_plan(packages=["nvidia-cuda-nvcc==13.0.88"]).problems
-    assert [p.split(":")[0] for p in problems] == ["cuda_pypi_packages"]
+    assert [p.split(":")[0] for p in problems] == ["cuda_toolkit_pypi_packages"]
 
 
 def test_apt_package_list_without_curand_is_refused():
     result = plan("sm120", "13.0", source="apt", prefix="/p", pypi_packages=[], apt_packages=["cuda-nvcc-13-0"])
-    assert [p.split(":")[0] for p in result.problems] == ["cuda_apt_packages"]
+    assert [p.split(":")[0] for p in result.problems] == ["cuda_toolkit_apt_packages"]
     assert "libcurand-dev-13-0" in result.problems[0]
 
 
 def test_malformed_version_is_refused():
-    assert pypi_plan(version="13").problems[-1].startswith("cuda_version:")
+    assert pypi_plan(version="13").problems[-1].startswith("cuda_toolkit_version:")
 
 
 def test_cubin_header_gives_the_sm_it_was_built_for():

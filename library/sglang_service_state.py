@@ -1,0 +1,90 @@
+#!/usr/bin/python
+"""Ansible module: which release the active and known-good pointers name, and whether the unit runs."""
+
+from __future__ import annotations
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.specgate.release_pointers import pointer_target
+from ansible.module_utils.specgate.unit_processes import parse_systemctl_show
+
+DOCUMENTATION = r"""
+---
+module: sglang_service_state
+short_description: Read the active and known-good release pointers and the unit's state in one call
+description:
+  - Reads the symlinks C(<base_dir>/active) and C(<base_dir>/known-good) (each naming a directory under
+    C(<base_dir>/releases)) and C(systemctl show <unit>).
+  - A missing pointer reads as an empty id (nothing deployed or promoted yet); a pointer that is not a
+    symlink into C(<base_dir>/releases) fails the module, because which release serves is then unknown.
+  - Read-only; supports check mode.
+version_added: "0.1.0"
+author: specgate
+options:
+  base_dir:
+    description: Base directory of the release layout (C(specgate_sglang_env.base_dir)).
+    type: path
+    required: true
+  unit:
+    description: Unit name, e.g. C(sglang.service).
+    type: str
+    required: true
+"""
+
+EXAMPLES = r"""
+- name: Read the release pointers and whether the service runs
+  sglang_service_state:
+    base_dir: /opt/specgate
+    unit: sglang.service
+  register: __sglang_service_state
+"""
+
+RETURN = r"""
+active_id:
+  description: Release id the active pointer names; empty when there is none.
+  returned: always
+  type: str
+known_good_id:
+  description: Release id the known-good pointer names; empty when there is none.
+  returned: always
+  type: str
+active_state:
+  description: The unit's ActiveState (C(active), C(inactive), C(failed), ...).
+  returned: always
+  type: str
+main_pid:
+  description: The unit's main PID (0 when not running).
+  returned: always
+  type: int
+"""
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "base_dir": {"type": "path", "required": True},
+            "unit": {"type": "str", "required": True},
+        },
+        supports_check_mode=True,
+    )
+    try:
+        active = pointer_target(module.params["base_dir"], "active")
+        known_good = pointer_target(module.params["base_dir"], "known-good")
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    rc, out, err = module.run_command(
+        ["systemctl", "show", module.params["unit"], "-p", "ActiveState", "-p", "MainPID"]
+    )
+    if rc != 0:
+        module.fail_json(msg=f"systemctl show {module.params['unit']} failed: {err.strip() or out.strip()}")
+    props = parse_systemctl_show(out)
+    module.exit_json(
+        changed=False,
+        active_id=active,
+        known_good_id=known_good,
+        active_state=props.get("ActiveState", ""),
+        main_pid=int(props.get("MainPID") or 0),
+    )
+
+
+if __name__ == "__main__":
+    main()

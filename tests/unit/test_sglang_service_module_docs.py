@@ -1,0 +1,49 @@
+"""The sglang_service role's modules document themselves: ansible-doc renders each, and the documented
+options are exactly the argument spec the module enforces."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+MODULES = ("sglang_service_stop", "sglang_service_start", "sglang_service_state", "page_cache_prefetch")
+ANSIBLE_DOC = Path(sys.executable).parent / "ansible-doc"
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_ansible_doc_renders_the_module(module):
+    done = subprocess.run(
+        [str(ANSIBLE_DOC), "-M", str(ROOT / "library"), module], capture_output=True, text=True, cwd=ROOT, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert module.upper() in done.stdout or module in done.stdout
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_documented_options_match_the_argument_spec(module):
+    done = subprocess.run(
+        [str(ANSIBLE_DOC), "-j", "-M", str(ROOT / "library"), module],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    documented = json.loads(done.stdout)[module]["doc"]["options"]
+    source = (ROOT / "library" / f"{module}.py").read_text()
+    spec_names = {
+        line.split('"')[1] for line in source.splitlines() if line.strip().startswith('"') and '"type"' in line
+    }
+    assert set(documented) == spec_names
+
+
+def test_secrets_are_no_log_in_the_start_module():
+    source = (ROOT / "library" / "sglang_service_start.py").read_text()
+    for option in ("api_key", "redact"):
+        line = next(line for line in source.splitlines() if line.strip().startswith(f'"{option}": {{'))
+        assert '"no_log": True' in line, option

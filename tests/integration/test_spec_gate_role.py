@@ -66,7 +66,7 @@ def wrong_code_sim(tmp_path_factory):
     yield from _start(tmp_path_factory, {"SPECGATE_SIM_WRONG_FRACTION": "0.25"})
 
 
-def gate(tmp_path: Path, sim, release: str = "cand", known_good: str = "", **overrides) -> RoleRun:
+def gate(tmp_path: Path, sim, release: str = "cand", known_good: str = "", check: bool = False, **overrides) -> RoleRun:
     base = tmp_path / "opt"
     (base / "releases" / release).mkdir(parents=True, exist_ok=True)
     facts = {
@@ -81,9 +81,8 @@ def gate(tmp_path: Path, sim, release: str = "cand", known_good: str = "", **ove
         "specgate_sglang_env": {"python": sys.executable, "base_dir": str(base)},
         "spec_gate_reports_dir": str(tmp_path / "reports"),
     }
-    return run_role(
-        tmp_path / f"run-{release}", "spec_gate", {**SMALL_MATRIX, "spec_gate_promote": False, **facts, **overrides}
-    )
+    role_vars = {**SMALL_MATRIX, "spec_gate_promote": False, **facts, **overrides}
+    return run_role(tmp_path / f"run-{release}", "spec_gate", role_vars, cmdline="--check" if check else "")
 
 
 def failure(run: RoleRun) -> tuple[str, str]:
@@ -163,7 +162,15 @@ def test_inconclusive_verdict_reruns_up_to_the_limit_then_keeps_known_good(tmp_p
     assert msg.startswith("Gate was inconclusive for release cand")
     stored = json.loads((tmp_path / "opt" / "releases" / "cand" / "gate.json").read_text())
     assert stored["analysis"]["phase"] == "Inconclusive"
-    assert len(stored["runs"]) == 3
+    assert [r["run"] for r in stored["runs"]] == [1, 2, 3]
+
+
+def test_check_mode_validates_but_sends_nothing_and_changes_nothing(tmp_path, sim):
+    run = gate(tmp_path, sim, check=True)
+    assert run.status == "successful", run.failed_tasks()
+    assert run.changed_tasks() == []
+    assert not (tmp_path / "opt" / "releases" / "cand" / "gate.json").exists()
+    assert any(e["event_data"].get("task") == "Check the thresholds are in range" for e in run.events)
 
 
 @pytest.mark.parametrize(

@@ -127,7 +127,7 @@ more_runs:
   description: True while the analysis is inconclusive and fewer than I(max_runs) runs were taken.
   returned: always
   type: bool
-action:
+decision:
   description: C(promote) or C(rollback) - what the role does once no more runs are taken.
   returned: always
   type: str
@@ -214,7 +214,7 @@ def main() -> None:
         changed=False,
         phase=analysis.phase,
         more_runs=more,
-        action=action,
+        decision=action,
         message=message,
         gate=gate,
         markdown=gate_markdown(gate),

@@ -7,6 +7,7 @@ new tokens after a gap g contributes n latencies of g/n, so the numbers compare 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from dataclasses import dataclass, field
@@ -103,8 +104,6 @@ class Client:
 
     async def flush_cache(self, attempts: int = 20, pause_s: float = 0.25) -> None:
         """Reset the server's cumulative acceptance average; SGLang refuses while requests still run, so retry."""
-        import asyncio
-
         status, data = 0, None
         for _ in range(attempts):
             status, data = await self.request_json("POST", "/flush_cache")

@@ -171,5 +171,5 @@ def failure_paragraph(analysis: Analysis, release: str, known_good: str | None) 
         if known_good
         else "No known-good release exists to restore; the candidate is left active."
     )
-    what = "failed" if analysis.phase == FAILED else "was inconclusive"
+    what = "failed" if analysis.phase == FAILED else "was inconclusive (spec_gate_inconclusive_policy: keep_known_good)"
     return f"Gate {what} for release {release}: " + "; ".join(parts) + f". {restored}"

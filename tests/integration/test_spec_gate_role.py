@@ -159,7 +159,7 @@ def test_inconclusive_verdict_reruns_up_to_the_limit_then_keeps_known_good(tmp_p
     # A near-certain confidence level makes any noisy interval straddle the threshold.
     run = gate(tmp_path, sim, spec_gate_confidence=0.999999, spec_gate_max_runs=3, spec_gate_min_correctness=None)
     _task, msg = failure(run)
-    assert msg.startswith("Gate was inconclusive for release cand")
+    assert msg.startswith("Gate was inconclusive (spec_gate_inconclusive_policy: keep_known_good) for release cand")
     stored = json.loads((tmp_path / "opt" / "releases" / "cand" / "gate.json").read_text())
     assert stored["analysis"]["phase"] == "Inconclusive"
     assert [r["run"] for r in stored["runs"]] == [1, 2, 3]

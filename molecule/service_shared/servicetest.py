@@ -18,7 +18,7 @@ import yaml
 
 SHARED = Path(__file__).resolve().parent
 PROJECT = SHARED.parent.parent
-VARS: dict = yaml.safe_load((SHARED / "vars.yml").read_text())
+VARS: dict = yaml.safe_load((SHARED / "vars" / "service.yml").read_text())
 CONVERGE = SHARED / "converge.yml"
 ROLLBACK = PROJECT / "playbooks" / "rollback.yml"
 SECRETS = (VARS["sglang_service_api_key"], VARS["sglang_service_hf_token"])

@@ -1,7 +1,7 @@
-"""sglang_service failure paths, in file order after a first deploy (converge): a candidate that crashes,
-one that never becomes healthy, one that refuses connections while loading, and an old server that
-ignores SIGTERM (waited out, then killed). The previous release must serve after every failure, and
-there must never be two servers."""
+"""sglang_service failure paths, in file order after a first deploy (converge): a config SGLang's resolver
+rejects, a candidate that crashes, one that never becomes healthy, one that refuses connections while
+loading, and an old server that ignores SIGTERM (waited out, then killed). The previous release must serve
+after every failure, and there must never be two servers."""
 
 from __future__ import annotations
 
@@ -68,6 +68,24 @@ def serving(host):
     service = host.service("sglang")
     assert service.is_running, "sglang.service is not running:\n" + journal(host)
     return release_of(host, "active")
+
+
+def test_a_config_sglang_rejects_fails_the_play_and_never_stops_the_running_server(host, serving):
+    pid = main_pid(host)
+    # This SGLang "does not know" the block-size flag the candidate needs: its resolver must refuse it.
+    run = deploy(
+        {"SPECGATE_SIM_REJECT_FLAG": "--speculative-dflash-block-size"},
+        sglang_service_block_size=16,
+        sglang_service_drafter_path="/models/kimi-k26-dflash-b16",
+    )
+    assert run.status == "failed"
+    refused = run.results("Resolve the candidate with SGLang's own resolver")
+    assert refused
+    assert refused[-1].get("rejected") is True
+    assert "speculative-dflash-block-size" in refused[-1]["msg"] + " ".join(refused[-1].get("unknown_keys", []))
+    assert run.results("Stop the running server") == [], "the running server was touched"
+    assert main_pid(host) == pid
+    assert release_of(host, "active") == serving
 
 
 def test_a_candidate_that_crashes_on_start_fails_with_the_journal_and_the_previous_release_serves(host, serving):

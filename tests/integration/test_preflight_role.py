@@ -112,3 +112,10 @@ def test_later_stage_variable_is_refused_by_preflight_before_any_stage_runs(tmp_
     run = run_role(tmp_path, "preflight", {**CT200, "preflight_expect_gpus": False, variable: value})
     task, _ = refused(run, variable)
     assert task.startswith("Check the later stages' variables")
+
+
+def test_none_as_algorithm_means_no_speculation_so_pipeline_parallel_is_fine(tmp_path):
+    nvidia_smi = fake_nvidia_smi(tmp_path, "ct200_sm120_pcie")
+    dep = {**CT200, "preflight_speculative_algorithm": "none", "preflight_tp_size": 4, "preflight_ep_size": 4}
+    run = run_role(tmp_path, "preflight", {**dep, "preflight_pp_size": 2, "preflight_nvidia_smi": str(nvidia_smi)})
+    assert run.status == "successful", run.failed_tasks()

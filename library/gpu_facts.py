@@ -81,6 +81,9 @@ no_gpu_reason:
   type: str
 """
 
+# nvidia-smi's documented exit code for "NVIDIA driver is not loaded": a host without usable GPUs, not an error.
+NVIDIA_SMI_DRIVER_NOT_LOADED = 9
+
 ARGUMENT_SPEC = {
     "nvidia_smi": {"type": "str", "default": "nvidia-smi"},
     "paths": {"type": "list", "elements": "str", "default": []},
@@ -93,7 +96,7 @@ def read_gpus(module: AnsibleModule) -> dict:
         return {"gpus": [], "topology": None, "cuda": None, "reason": f"{module.params['nvidia_smi']} not found"}
     rc, out, err = module.run_command([binary, *QUERY_ARGS])
     if rc != 0 or no_devices(out):
-        if no_devices(out + err) or rc == 9:  # 9: NVML could not talk to the driver
+        if no_devices(out + err) or rc == NVIDIA_SMI_DRIVER_NOT_LOADED:
             return {"gpus": [], "topology": None, "cuda": None, "reason": (out + err).strip()}
         module.fail_json(msg=f"{binary} --query-gpu failed (rc {rc}): {(out + err).strip()}")
     gpus = parse_query(out)

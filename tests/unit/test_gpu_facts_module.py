@@ -50,3 +50,9 @@ def test_unparseable_query_output_is_an_error(tmp_path, capsys):
     result = run_facts(tmp_path, capsys, fake_nvidia_smi(tmp_path, 'echo "0, NVIDIA H200"\n'))
     assert result["failed"] is True
     assert result["msg"].startswith("could not parse nvidia-smi output")
+
+
+def test_driver_not_loaded_exit_code_is_a_gpu_less_host(tmp_path, capsys):
+    # nvidia-smi exits 9 when the NVIDIA driver is not loaded, whatever it prints.
+    result = run_facts(tmp_path, capsys, fake_nvidia_smi(tmp_path, "exit 9\n"))
+    assert result["specgate_gpu"]["has_gpus"] is False

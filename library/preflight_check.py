@@ -10,6 +10,7 @@ from ansible.module_utils.specgate.deployment_checks import (
     Deployment,
     check_deployment,
     failure_message,
+    in_users_words,
     problems_as_dicts,
 )
 
@@ -100,6 +101,12 @@ options:
     description: Minimum RAM in GiB (0 to skip).
     type: float
     default: 0
+  var_sources:
+    description:
+      - Maps a preflight_* variable to the inventory variable the playbook set it from
+        (C(preflight_tp_size) to C(sglang_service_tp_size)); problems then name the inventory variable.
+    type: dict
+    default: {}
   supported_os:
     description: Accepted ID+VERSION_ID of /etc/os-release (C(debian12), C(ubuntu24.04)); empty accepts any.
     type: list
@@ -147,6 +154,7 @@ ARGUMENT_SPEC = {
     "min_free_gib": {"type": "dict", "default": {}},
     "min_ram_gib": {"type": "float", "default": 0},
     "supported_os": {"type": "list", "elements": "str", "default": []},
+    "var_sources": {"type": "dict", "default": {}},
 }
 
 
@@ -155,7 +163,9 @@ def main() -> None:
     params = module.params
     deployment = Deployment(**{f.name: params[f.name] for f in fields(Deployment) if params[f.name] is not None})
     deployment.min_free_gib = {path: float(gib) for path, gib in params["min_free_gib"].items()}
-    problems = check_deployment(deployment, params["gpu"], params["host"], params["assume_arch"])
+    problems = in_users_words(
+        check_deployment(deployment, params["gpu"], params["host"], params["assume_arch"]), params["var_sources"]
+    )
     if problems:
         module.fail_json(msg=failure_message(problems), problems=problems_as_dicts(problems))
     module.exit_json(changed=False, problems=[])

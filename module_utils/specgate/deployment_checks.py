@@ -341,6 +341,22 @@ def check_deployment(
     ]
 
 
+def in_users_words(problems: list[Problem], sources: dict[str, str]) -> list[Problem]:
+    """Name the variables the user set: the playbook feeds preflight_* from the inventory's own names
+    (sources maps preflight_tp_size → sglang_service_tp_size), so the message points at what to edit."""
+    if not sources:
+        return problems
+    # Longest names first, so preflight_attention_backend is not half-replaced by a shorter name it contains.
+    order = sorted(sources, key=len, reverse=True)
+
+    def rename(text: str) -> str:
+        for name in order:
+            text = text.replace(name, sources[name])
+        return text
+
+    return [Problem(rename(p.variable), rename(p.message), rename(p.fix)) for p in problems]
+
+
 def problems_as_dicts(problems: list[Problem]) -> list[dict[str, str]]:
     return [asdict(problem) for problem in problems]
 

@@ -119,3 +119,15 @@ def test_none_as_algorithm_means_no_speculation_so_pipeline_parallel_is_fine(tmp
     dep = {**CT200, "preflight_speculative_algorithm": "none", "preflight_tp_size": 4, "preflight_ep_size": 4}
     run = run_role(tmp_path, "preflight", {**dep, "preflight_pp_size": 2, "preflight_nvidia_smi": str(nvidia_smi)})
     assert run.status == "successful", run.failed_tasks()
+
+
+def test_refusal_names_the_inventory_variable_when_the_playbook_says_where_it_came_from(tmp_path):
+    nvidia_smi = fake_nvidia_smi(tmp_path, "ct200_sm120_pcie")
+    role_vars = {
+        **CT200,
+        "preflight_attention_backend": "fa3",
+        "preflight_nvidia_smi": str(nvidia_smi),
+        "preflight_var_sources": {"preflight_attention_backend": "sglang_service_attention_backend"},
+    }
+    _, res = refused(run_role(tmp_path, "preflight", role_vars), "sglang_service_attention_backend")
+    assert "preflight_attention_backend" not in res["msg"]

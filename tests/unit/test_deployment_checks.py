@@ -236,3 +236,20 @@ def test_cuda_lane_table():
     assert cuda_meets_minimum("sm103", "12.9")
     assert not cuda_meets_minimum("sm103", "12.8")
     assert cuda_meets_minimum("sm90", "12.0")
+
+
+def test_refusals_name_the_inventory_variable_the_playbook_fed_preflight_from():
+    from ansible.module_utils.specgate.deployment_checks import in_users_words
+
+    found = problems(replace(CT200, attention_backend="fa3", pp_size=2, tp_size=4, ep_size=4))
+    renamed = in_users_words(
+        found,
+        {
+            "preflight_attention_backend": "sglang_service_attention_backend",
+            "preflight_pp_size": "sglang_service_pp_size",
+        },
+    )
+    assert [p.variable for p in renamed] == ["sglang_service_pp_size", "sglang_service_attention_backend"]
+    assert "set sglang_service_attention_backend to 'triton'" in renamed[1].fix
+    assert "sglang_service_pp_size: 1" in renamed[0].fix
+    assert in_users_words(found, {}) == found

@@ -19,16 +19,18 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PLATFORMS = ["manylinux_2_36_x86_64", "manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
-             "linux_x86_64", "any"]
+# Newest first; NVIDIA's curand and nvvm wheels carry the older 2_27 and 2010/2_12 tags.
+PLATFORMS = ["manylinux_2_36_x86_64", "manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64",
+             "manylinux2014_x86_64", "manylinux_2_12_x86_64", "manylinux2010_x86_64", "linux_x86_64", "any"]
 
 
 def sim_source_digest() -> str:
+    """Digest of what goes into the sim wheel (its package and pyproject), so edits elsewhere don't rebuild it."""
     digest = hashlib.sha256()
-    for path in sorted((ROOT / "sim").rglob("*")):
-        if path.is_file() and "egg-info" not in path.parts and "__pycache__" not in path.parts and path.suffix != ".pyc":
-            digest.update(str(path.relative_to(ROOT)).encode())
-            digest.update(path.read_bytes())
+    sources = [ROOT / "sim" / "pyproject.toml", *sorted((ROOT / "sim" / "specgate_sim").rglob("*.py"))]
+    for path in sources:
+        digest.update(str(path.relative_to(ROOT)).encode())
+        digest.update(path.read_bytes())
     return digest.hexdigest()
 
 
@@ -37,10 +39,12 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--python-version", default="3.11", help="the host interpreter's version (Debian 12: 3.11)")
     parser.add_argument("--with-sim", action="store_true", help="also build specgate-sim (with its [fixtures] extra)")
+    parser.add_argument("--no-deps", action="store_true", help="exactly the listed pins, without their dependencies")
     parser.add_argument("requirements", nargs="*", help="pinned requirement specifiers")
     args = parser.parse_args()
 
-    stamp_input = "\n".join([args.python_version, *sorted(args.requirements), sim_source_digest() if args.with_sim else ""])
+    stamp_input = "\n".join([args.python_version, str(args.no_deps), *sorted(args.requirements),
+                             sim_source_digest() if args.with_sim else ""])
     stamp = hashlib.sha256(stamp_input.encode()).hexdigest()
     stamp_file = args.out / ".specgate-wheelhouse"
     if stamp_file.is_file() and stamp_file.read_text().strip() == stamp:
@@ -60,6 +64,7 @@ def main() -> int:
     subprocess.run(
         [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:", "--find-links", str(args.out),
          "--python-version", args.python_version, "--implementation", "cp", *platform_args,
+         *(["--no-deps"] if args.no_deps else []),
          "-d", str(args.out), *wanted],
         check=True,
     )

@@ -117,7 +117,7 @@ def test_baseline_is_stored_by_bench_and_judged_by_the_speedup_gate(tmp_path, ta
             "main",
             spec,
             "dflash",
-            {"spec_gate_min_speedup": 1.2, "spec_gate_runs": 3, "spec_gate_max_runs": 5},
+            {"spec_gate_min_speedup": 1.05, "spec_gate_runs": 3, "spec_gate_max_runs": 5},
         )
         refused = run_play(tmp_path, "benchmark", spec, "dflash", {"spec_gate_bench_store_baseline": True})
     finally:

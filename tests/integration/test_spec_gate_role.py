@@ -30,7 +30,7 @@ SMALL_MATRIX = {
     "spec_gate_speedup_cell": {"set": "chat", "context": "short", "concurrency": 1},
     "spec_gate_regression_cell": {"set": "chat", "context": "short", "concurrency": 4},
     "spec_gate_runs": 2,
-    "spec_gate_max_runs": 2,
+    "spec_gate_max_runs": 4,
 }
 
 

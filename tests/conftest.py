@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -15,3 +16,9 @@ if _project_module_utils not in ansible.module_utils.__path__:
 for extra in (PROJECT_ROOT / "library", PROJECT_ROOT / "filter_plugins"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
+
+# ansible-runner and molecule find ansible-playbook/ansible-inventory on PATH: make it the venv's, also
+# when pytest is started as .venv/bin/pytest without the venv activated.
+_venv_bin = str(Path(sys.executable).parent)
+if _venv_bin not in os.environ.get("PATH", "").split(os.pathsep):
+    os.environ["PATH"] = _venv_bin + os.pathsep + os.environ.get("PATH", "")

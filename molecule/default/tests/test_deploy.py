@@ -1,0 +1,89 @@
+"""After deploy.yml: the host serves the gated release, and every stage left its real state behind."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import httpx
+import pytest
+
+testinfra_hosts = ["podman://specgate-default"]
+
+PORT = 30100
+BASE = "/opt/specgate"
+API_KEY = "sk-specgate-demo"
+
+
+def _journal(host, unit: str = "sglang") -> str:
+    return host.run(f"journalctl -u {unit} --no-pager -n 40").stdout
+
+
+def _http(path: str, key: str | None = None) -> httpx.Response:
+    # Host networking: the container's port is the controller's loopback port.
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return httpx.get(f"http://127.0.0.1:{PORT}{path}", headers=headers, timeout=10)
+
+
+def test_service_runs_as_the_dedicated_user(host) -> None:
+    service = host.service("sglang")
+    assert service.is_running, _journal(host)
+    assert service.is_enabled
+    props = service.systemd_properties
+    assert props["User"] == "sglang"
+    assert props["NoNewPrivileges"] == "yes"
+
+
+def test_server_is_healthy_and_needs_the_api_key(host) -> None:
+    assert _http("/health").status_code == 200, _journal(host)
+    assert _http("/server_info").status_code == 401
+    response = _http("/server_info", API_KEY)
+    assert response.status_code == 200
+    info = response.json()
+    assert info["speculative_algorithm"] == "DFLASH"
+    assert info["model_path"].startswith("/models/")
+
+
+def test_active_release_is_known_good_and_carries_its_passing_gate(host) -> None:
+    active = host.file(f"{BASE}/active")
+    known_good = host.file(f"{BASE}/known-good")
+    assert active.is_symlink
+    assert known_good.is_symlink
+    assert active.linked_to == known_good.linked_to
+    gate = json.loads(host.file(f"{active.linked_to}/gate.json").content_string)
+    assert gate["action"] == "promote"
+    assert gate["analysis"]["phase"] == "Successful"
+
+
+def test_gate_report_reached_the_controller() -> None:
+    reports = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"]) / "reports" / "specgate-default"
+    tables = list(reports.glob("*/gate.md"))
+    assert tables, f"no gate.md under {reports}"
+    assert "Acceptance length" in tables[0].read_text()
+
+
+def test_cuda_probe_was_compiled_for_the_declared_arch(host) -> None:
+    env = host.file("/opt/specgate/cuda/cuda.env")
+    assert env.exists
+    assert env.mode == 0o644
+    content = env.content_string
+    assert "CUDA_HOME=" in content
+    assert "FLASHINFER_CUDA_ARCH_LIST=12.0a" in content
+    assert host.file("/opt/specgate/cuda/probe/probe-sm_120a.cubin").size > 0
+
+
+def test_service_venv_records_the_engine_package(host) -> None:
+    pip = host.run(f"{BASE}/venv/bin/python -m pip show specgate-sim")
+    assert pip.rc == 0
+    assert "Version: 0.1.0" in pip.stdout
+
+
+@pytest.mark.parametrize("repo", ["kimi-k26-tiny", "kimi-k26-dflash-b8"])
+def test_weights_downloaded_with_a_manifest_owned_by_the_service_user(host, repo: str) -> None:
+    found = host.run(f"find /models -maxdepth 3 -name .specgate-manifest.json -path '*{repo}*'").stdout.split()
+    assert found, host.run("find /models -maxdepth 3").stdout
+    manifest = host.file(found[0])
+    assert manifest.user == "sglang"
+    files = json.loads(manifest.content_string)["files"]
+    assert files, "empty manifest"

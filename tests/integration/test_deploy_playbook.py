@@ -20,7 +20,10 @@ STAGES = ["preflight", "cuda_toolkit", "sglang_env", "model_weights", "sglang_se
 
 def _inventory(path: str) -> dict:
     out, err = ansible_runner.get_inventory(
-        action="list", inventories=[str(ROOT / path)], response_format="json", quiet=True,
+        action="list",
+        inventories=[str(ROOT / path)],
+        response_format="json",
+        quiet=True,
         envvars={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")},
     )
     assert isinstance(out, dict), err
@@ -82,7 +85,10 @@ def test_deploy_refuses_dflash_with_pipeline_parallelism_before_touching_ct200(t
     assert len(failures) == 1
     assert failures[0]["role"] == "preflight"
     assert "sglang_service_pp_size" in failures[0]["res"]["msg"]
-    changed = [e["event_data"]["task"] for e in run.events
-               if e["event"] == "runner_on_ok" and e["event_data"]["res"].get("changed")]
+    changed = [
+        e["event_data"]["task"]
+        for e in run.events
+        if e["event"] == "runner_on_ok" and e["event_data"]["res"].get("changed")
+    ]
     assert changed == []
     assert run.stats["changed"] == {}

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+import logging.config
+import os
 import shlex
 import signal
 import sys
@@ -27,6 +30,7 @@ from specgate_sim.server import ServerState, build_app
 from specgate_sim.specmodel import PROFILES
 
 log = logging.getLogger("sglang.srt.entrypoints.http_server")
+engine_log = logging.getLogger("sglang.srt.entrypoints.engine")
 
 CRASH_TAIL = """Scheduler hit an exception: Traceback (most recent call last):
   File "sglang/srt/managers/scheduler.py", line 3158, in run_scheduler_process
@@ -38,7 +42,17 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.75 GiB. (specgat
 
 
 def _log_setup(level: str) -> None:
-    # sglang 0.5.23: srt/server_args.py::prepare_server_args logging.basicConfig format
+    # sglang 0.5.23: srt/utils/common.py::configure_logger — a JSON dictConfig named by
+    # SGLANG_LOGGING_CONFIG_PATH replaces the default setup (a missing file is an error), else basicConfig.
+    config_path = os.environ.get("SGLANG_LOGGING_CONFIG_PATH")
+    if config_path:
+        if not os.path.exists(config_path):
+            raise FileNotFoundError(
+                f"Setting SGLANG_LOGGING_CONFIG_PATH from env with {config_path} but it does not exist!"
+            )
+        with open(config_path, encoding="utf-8") as handle:
+            logging.config.dictConfig(json.load(handle))
+        return
     logging.basicConfig(
         level=getattr(logging, level.upper(), logging.INFO),
         format="[%(asctime)s] %(message)s",
@@ -160,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
         print('  File "sglang/launch_server.py", line 30, in <module>', file=sys.stderr)
         print(str(exc), file=sys.stderr)
         return 1
-    log.info("server_args=%s", resolved.args)
+    # sglang 0.5.23: srt/entrypoints/engine.py logs the resolved args (api_key included) on its own logger
+    engine_log.info("server_args=%s", resolved.args)
     metrics = Metrics(resolved.served_model_name) if resolved.args["enable_metrics"] else None
     cuda_graphs = (
         not resolved.args["disable_cuda_graph"] and resolved.args.get("cuda_graph_backend_decode") != "disabled"

@@ -287,3 +287,38 @@ def test_unknown_profile_refuses_to_start(tmp_path: Path, target: Path) -> None:
     sim = _start(tmp_path, ["--model-path", str(target)], {"SPECGATE_SIM_PROFILE": "h900"})
     assert sim.proc.wait(10) == 1
     assert "SPECGATE_SIM_PROFILE must be one of ['b300', 'ct200']" in sim.log()
+
+
+def test_startup_logs_server_args_on_sglangs_engine_logger(tmp_path: Path, target: Path) -> None:
+    sim = _start(tmp_path, ["--model-path", str(target), "--api-key", "sk-logged"])
+    try:
+        sim.wait_ready()
+        assert "server_args=" in sim.log()
+        assert "sk-logged" in sim.log()  # SGLang 0.5.23 logs the key too: why the service role silences it
+    finally:
+        sim.stop()
+
+
+def test_logging_config_path_replaces_the_default_setup_as_sglang_does(tmp_path: Path, target: Path) -> None:
+    config = tmp_path / "logging.json"
+    config.write_text(
+        '{"version": 1, "disable_existing_loggers": false,'
+        ' "handlers": {"out": {"class": "logging.StreamHandler", "stream": "ext://sys.stdout"}},'
+        ' "root": {"level": "INFO", "handlers": ["out"]},'
+        ' "loggers": {"sglang.srt.entrypoints.engine": {"level": "WARNING"}}}'
+    )
+    sim = _start(
+        tmp_path, ["--model-path", str(target), "--api-key", "sk-hidden"], {"SGLANG_LOGGING_CONFIG_PATH": str(config)}
+    )
+    try:
+        sim.wait_ready()
+        assert "The server is fired up and ready to roll!" in sim.log()
+        assert "sk-hidden" not in sim.log()
+    finally:
+        sim.stop()
+
+
+def test_missing_logging_config_path_refuses_to_start(tmp_path: Path, target: Path) -> None:
+    sim = _start(tmp_path, ["--model-path", str(target)], {"SGLANG_LOGGING_CONFIG_PATH": str(tmp_path / "nope.json")})
+    assert sim.proc.wait(15) != 0
+    assert "but it does not exist!" in sim.log()

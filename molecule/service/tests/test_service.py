@@ -108,12 +108,6 @@ def test_no_secret_in_argv_unit_world_readable_files_or_our_logs(host, running):
     assert leaks == {}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SGLang 0.5.23 logs server_args (api_key included) at startup; the role points SGLANG_LOGGING_CONFIG_PATH "
-    "at a config that silences that logger, but the sim neither logs through sglang.srt.entrypoints.engine nor "
-    "honours SGLANG_LOGGING_CONFIG_PATH yet (asked of the sim; strict: this starts failing once it does)",
-)
 def test_the_engine_startup_dump_keeps_the_api_key_out_of_the_journal(host, running):
     assert SECRETS[0] not in host.run("journalctl -u sglang --no-pager").stdout
 

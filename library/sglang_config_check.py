@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.specgate.sglang_resolve import (
     DEFAULT_SERVER_ARGS_MODULE,
@@ -34,9 +38,15 @@ options:
     type: path
     required: true
   config:
-    description: The rendered server config (YAML, keys are SGLang flag names with dashes).
+    description:
+      - The rendered server config on the host (YAML, keys are SGLang flag names with dashes).
+      - Exactly one of I(config) and I(content) is required.
     type: path
-    required: true
+  content:
+    description:
+      - The rendered server config itself. The module writes it to a private temporary file on the host,
+        checks it and removes it, so a candidate is checked before anything of it is written to the host.
+    type: str
   environment:
     description:
       - Engine environment the resolver runs with (for example the DDTree knobs).
@@ -73,6 +83,11 @@ EXAMPLES = r"""
     environment:
       SGLANG_DDTREE_MAX_TOPK: "4"
   register: __sglang_service_check
+
+- name: Check a candidate before any of it is written to the host
+  sglang_config_check:
+    python: /opt/specgate/venv/bin/python
+    content: "{{ candidate_config | to_nice_yaml }}"
 
 - name: The demo host checks against the simulated server's resolver
   sglang_config_check:
@@ -112,7 +127,8 @@ environment:
 
 ARGUMENT_SPEC = {
     "python": {"type": "path", "required": True},
-    "config": {"type": "path", "required": True},
+    "config": {"type": "path"},
+    "content": {"type": "str"},
     "environment": {"type": "dict", "default": {}},
     "server_args_module": {"type": "str", "default": DEFAULT_SERVER_ARGS_MODULE},
     "extra_argv": {"type": "list", "elements": "str", "default": []},
@@ -120,14 +136,33 @@ ARGUMENT_SPEC = {
 }
 
 
+@contextmanager
+def config_file(path: str | None, content: str | None) -> Iterator[str]:
+    """The config's path: the given one, or a private temporary file holding the given content."""
+    if path is not None:
+        yield path
+        return
+    # mkstemp creates the file 0600; the resolver runs as the same user.
+    with tempfile.NamedTemporaryFile("w", prefix="sglang-config-check-", suffix=".yaml") as handle:
+        handle.write(content)
+        handle.flush()
+        yield handle.name
+
+
 def main() -> None:
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    module = AnsibleModule(
+        argument_spec=ARGUMENT_SPEC,
+        mutually_exclusive=[["config", "content"]],
+        required_one_of=[["config", "content"]],
+        supports_check_mode=True,
+    )
     params = module.params
     shown_env = mask_environment(params["environment"])
     try:
-        result = check_config(params["python"], params["config"], params["environment"],
-                              server_args_module=params["server_args_module"], extra_argv=params["extra_argv"],
-                              timeout=params["timeout"])
+        with config_file(params["config"], params["content"]) as config:
+            result = check_config(params["python"], config, params["environment"],
+                                  server_args_module=params["server_args_module"], extra_argv=params["extra_argv"],
+                                  timeout=params["timeout"])
     except ResolverUnavailable as error:
         module.fail_json(msg=f"could not run SGLang's resolver: {error}", rejected=False, environment=shown_env)
     if result.rejected:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.specgate.release_pointers import pointer_target
+from ansible.module_utils.specgate.release_pointers import pointer_target, release_dirs
 from ansible.module_utils.specgate.unit_processes import parse_systemctl_show
 
 DOCUMENTATION = r"""
@@ -13,7 +13,8 @@ module: sglang_service_state
 short_description: Read the active and known-good release pointers and the unit's state in one call
 description:
   - Reads the symlinks C(<base_dir>/active) and C(<base_dir>/known-good) (each naming a directory under
-    C(<base_dir>/releases)) and C(systemctl show <unit>).
+    C(<base_dir>/releases)), lists the release directories, and reads C(systemctl show <unit>), in one call
+    for everything a reconfigure needs to know before it writes.
   - A missing pointer reads as an empty id (nothing deployed or promoted yet); a pointer that is not a
     symlink into C(<base_dir>/releases) fails the module, because which release serves is then unknown.
   - Read-only; supports check mode.
@@ -55,6 +56,16 @@ main_pid:
   description: The unit's main PID (0 when not running).
   returned: always
   type: int
+unit_file_state:
+  description: The unit's UnitFileState (C(enabled), C(disabled); empty when no unit file is installed).
+  returned: always
+  type: str
+releases:
+  description: Release directories under C(<base_dir>/releases) (staging directories left out), with mtimes.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"path": "/opt/specgate/releases/dflash-bs8-62a1dfa441", "mtime": 1795000000.0}]
 """
 
 
@@ -72,7 +83,7 @@ def main() -> None:
     except ValueError as exc:
         module.fail_json(msg=str(exc))
     rc, out, err = module.run_command(
-        ["systemctl", "show", module.params["unit"], "-p", "ActiveState", "-p", "MainPID"]
+        ["systemctl", "show", module.params["unit"], "-p", "ActiveState", "-p", "MainPID", "-p", "UnitFileState"]
     )
     if rc != 0:
         module.fail_json(msg=f"systemctl show {module.params['unit']} failed: {err.strip() or out.strip()}")
@@ -83,6 +94,8 @@ def main() -> None:
         known_good_id=known_good,
         active_state=props.get("ActiveState", ""),
         main_pid=int(props.get("MainPID") or 0),
+        unit_file_state=props.get("UnitFileState", ""),
+        releases=release_dirs(module.params["base_dir"]),
     )
 
 

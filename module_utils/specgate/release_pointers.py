@@ -24,3 +24,16 @@ def pointer_target(base_dir: str, name: str) -> str:
     if target.parent != releases:
         raise ValueError(f"{link} points to {target}, outside {releases}; re-point it or re-run the deploy")
     return target.name
+
+
+def release_dirs(base_dir: str) -> list[dict]:
+    """Every release directory under base_dir/releases with its mtime (for pruning the oldest); hidden
+    entries are staging directories of a write in progress or interrupted, never releases."""
+    releases = Path(base_dir) / "releases"
+    if not releases.is_dir():
+        return []
+    return [
+        {"path": str(entry), "mtime": entry.stat().st_mtime}
+        for entry in sorted(releases.iterdir())
+        if entry.is_dir() and not entry.is_symlink() and not entry.name.startswith(".")
+    ]

@@ -23,9 +23,11 @@ def models(tmp_path):
     return tmp_path
 
 
-def run_module(config: Path, tmp_path: Path) -> tuple[str, dict]:
-    """(status as Ansible printed it: SUCCESS or FAILED!, the module's result)."""
-    args = json.dumps({"python": sys.executable, "config": str(config),
+def run_module(config: Path | str, tmp_path: Path, source: str = "config") -> tuple[str, dict]:
+    """(status as Ansible printed it: SUCCESS or FAILED!, the module's result). ``source`` "content" passes
+    the config's text instead of its path."""
+    given = {"config": str(config), "content": str(config)} if source == "both" else {source: str(config)}
+    args = json.dumps({"python": sys.executable, **given,
                        "server_args_module": "specgate_sim.server_args",
                        "environment": {"SGLANG_DDTREE_MAX_TOPK": "4", "HF_TOKEN": "hf_secret"}})
     env = {**os.environ, "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-tmp")}
@@ -63,3 +65,24 @@ def test_module_fails_the_task_with_the_resolvers_message(models, tmp_path):
     assert status == "FAILED!"
     assert result["rejected"] is True
     assert result["msg"] == "ValueError: DFLASH requires --speculative-dflash-block-size to be positive, got 0."
+
+
+def test_module_checks_a_config_given_as_content_and_leaves_no_file(models, tmp_path, monkeypatch):
+    checks_tmp = tmp_path / "tmp"
+    checks_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(checks_tmp))
+    text = (f"model-path: {models / 'target'}\nspeculative-algorithm: DFLASH\n"
+            f"speculative-draft-model-path: {models / 'drafter'}\nspeculative-dflash-block-size: 0\n")
+    status, result = run_module(text, tmp_path, source="content")
+    assert status == "FAILED!"
+    assert result["msg"] == "ValueError: DFLASH requires --speculative-dflash-block-size to be positive, got 0."
+    status, result = run_module(text.replace("block-size: 0", "block-size: 16"), tmp_path, source="content")
+    assert status == "SUCCESS", result.get("msg")
+    assert result["resolved"]["speculative_dflash_block_size"] == 16
+    assert [p.name for p in checks_tmp.iterdir() if p.name.startswith("sglang-config-check-")] == []
+
+
+def test_module_wants_exactly_one_of_config_and_content(models, tmp_path):
+    status, result = run_module(tmp_path / "x.yaml", tmp_path, source="both")
+    assert status == "FAILED!"
+    assert result["msg"] == "parameters are mutually exclusive: config|content"

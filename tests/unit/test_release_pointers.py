@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ansible.module_utils.specgate.release_pointers import pointer_target
+from ansible.module_utils.specgate.release_pointers import pointer_target, release_dirs
 
 
 @pytest.fixture
@@ -34,3 +34,17 @@ def test_a_pointer_outside_the_releases_directory_is_refused(base, tmp_path_fact
     (base / "active").symlink_to(elsewhere)
     with pytest.raises(ValueError, match="outside"):
         pointer_target(str(base), "active")
+
+
+def test_release_dirs_lists_releases_but_not_stagings_files_or_links(base):
+    (base / "releases" / ".staging-dflash-bs16-0123456789-x1").mkdir()
+    (base / "releases" / "stray.txt").write_text("x")
+    (base / "releases" / "link").symlink_to(base / "releases" / "dflash-bs8-0123456789")
+    (base / "releases" / "dflash-bs16-9876543210").mkdir()
+    found = release_dirs(str(base))
+    assert [entry["path"].rsplit("/", 1)[-1] for entry in found] == ["dflash-bs16-9876543210", "dflash-bs8-0123456789"]
+    assert all(entry["mtime"] > 0 for entry in found)
+
+
+def test_release_dirs_is_empty_before_the_first_deploy(tmp_path):
+    assert release_dirs(str(tmp_path)) == []

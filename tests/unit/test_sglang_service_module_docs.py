@@ -47,3 +47,35 @@ def test_secrets_are_no_log_in_the_start_module():
     for option in ("api_key", "redact"):
         line = next(line for line in source.splitlines() if line.strip().startswith(f'"{option}": {{'))
         assert '"no_log": True' in line, option
+
+
+def _documented(options: dict) -> dict:
+    """ansible-doc's options as {name: nested suboptions or None}."""
+    return {name: _documented(spec["suboptions"]) if "suboptions" in spec else None for name, spec in options.items()}
+
+
+def _specified(spec: dict) -> dict:
+    return {name: _specified(arg["options"]) if "options" in arg else None for name, arg in spec.items()}
+
+
+@pytest.mark.parametrize("module", sorted(p.stem for p in (ROOT / "library").glob("*.py")))
+def test_every_module_renders_and_documents_exactly_its_argument_spec(module):
+    done = subprocess.run(
+        [str(ANSIBLE_DOC), "-j", "-M", str(ROOT / "library"), module],
+        capture_output=True, text=True, cwd=ROOT, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)[module]
+    assert doc["doc"]["short_description"]
+    assert doc["examples"].strip()
+    spec = getattr(__import__(module), "ARGUMENT_SPEC", None)
+    if spec is not None:  # modules that name their spec: compare it whole, suboptions included
+        assert _documented(doc["doc"].get("options", {})) == _specified(spec)
+
+
+def test_secret_contents_are_no_log_in_the_files_module():
+    from sglang_service_files import ARGUMENT_SPEC
+
+    # Top level: a nested no_log value is masked only verbatim (see the option's description).
+    assert ARGUMENT_SPEC["secrets"]["no_log"] is True
+    assert ARGUMENT_SPEC["secrets"]["type"] == "dict"

@@ -72,6 +72,8 @@ def serving(host):
 
 def test_a_config_sglang_rejects_fails_the_play_and_never_stops_the_running_server(host, serving):
     pid = main_pid(host)
+    on_disk = "find /opt/specgate /etc/specgate /etc/systemd/system -printf '%p %s %T@ %m\\n' | sort"
+    disk_before = host.check_output(on_disk)
     # This SGLang "does not know" the block-size flag the candidate needs: its resolver must refuse it.
     run = deploy(
         {"SPECGATE_SIM_REJECT_FLAG": "--speculative-dflash-block-size"},
@@ -86,6 +88,7 @@ def test_a_config_sglang_rejects_fails_the_play_and_never_stops_the_running_serv
     assert run.results("Stop the running server") == [], "the running server was touched"
     assert main_pid(host) == pid
     assert release_of(host, "active") == serving
+    assert host.check_output(on_disk) == disk_before, "a rejected candidate left files on the host"
 
 
 def test_a_candidate_that_crashes_on_start_fails_with_the_journal_and_the_previous_release_serves(host, serving):

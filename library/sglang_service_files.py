@@ -76,6 +76,12 @@ options:
       owner: {description: Owning user., type: str, default: root}
       group: {description: Owning group., type: str, default: root}
       mode: {description: Octal mode string., type: str, required: true}
+      validate:
+        description:
+          - Command run on a private copy of the new content before anything at all is written, C(%s) standing
+            for the copy's path (which keeps the file's name, e.g. C(systemd-analyze verify %s)). A non-zero exit
+            fails the call with the command's output. Runs only when the content changes, and not in check mode.
+        type: str
   absent:
     description: Files to remove (a secrets file no longer wanted, for example).
     type: list
@@ -106,7 +112,8 @@ EXAMPLES = r"""
         - {name: server.yaml, content: "model-path: /models/kimi-k26\n"}
         - {name: launch.yaml, secret: launch}
     files:
-      - {path: /etc/systemd/system/sglang.service, content: "[Unit]\n...", mode: "0644"}
+      - {path: /etc/systemd/system/sglang.service, content: "[Unit]\n...", mode: "0644",
+         validate: "systemd-analyze verify %s"}
       - {path: /etc/specgate/sglang.env, secret: hf_env, mode: "0600"}
     secrets:
       launch: "model-path: /models/kimi-k26\napi-key: sk-...\n"
@@ -163,6 +170,7 @@ ARGUMENT_SPEC = {
             "owner": {"type": "str", "default": "root"},
             "group": {"type": "str", "default": "root"},
             "mode": {"type": "str", "required": True},
+            "validate": {"type": "str"},
         },
         **_ONE_CONTENT,
     },
@@ -206,7 +214,7 @@ def wanted_state(params: dict) -> tuple[list, WantedRelease | None, list[WantedF
     for f in params["files"]:
         content, secret = _content(f, params["secrets"], f"files: {f['path']}")
         ownership = Ownership.parse(f["owner"], f["group"], f["mode"], f"files: {f['path']}")
-        files.append(WantedFile(Path(f["path"]), content, ownership, secret))
+        files.append(WantedFile(Path(f["path"]), content, ownership, secret, f["validate"]))
     return directories, release, files, [Path(p) for p in params["absent"]]
 
 
@@ -221,7 +229,7 @@ def main() -> None:
                 release.ownership.require(f"release: {release.path}")
             for wanted in files:
                 wanted.ownership.require(f"files: {wanted.path}")
-        outcome = apply(directories, release, files, absent, module.check_mode)
+        outcome = apply(directories, release, files, absent, check=module.check_mode, run=module.run_command)
     except (ValueError, OSError) as exc:
         module.fail_json(msg=str(exc))
     result = {"changed": outcome.changed, "changed_paths": outcome.changed_paths,

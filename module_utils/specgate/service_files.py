@@ -16,13 +16,18 @@ from __future__ import annotations
 import grp
 import os
 import pwd
+import shlex
 import shutil
 import stat
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 STAGING_PREFIX = ".staging-"
+
+# run(argv) -> (rc, stdout, stderr): AnsibleModule.run_command in the module, a plain subprocess in tests.
+Runner = Callable[[list[str]], tuple[int, str, str]]
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,9 @@ class WantedFile:
     content: bytes
     ownership: Ownership
     secret: bool = False
+    # A command with %s for a copy of the new content (e.g. "systemd-analyze verify %s"), run before anything
+    # is written; the copy keeps the file's name, which some validators read (a unit's type from its suffix).
+    validate: str | None = None
 
 
 @dataclass(frozen=True)
@@ -256,14 +264,39 @@ def leftover_stagings(releases_dir: Path) -> list[Path]:
     return sorted(p for p in releases_dir.iterdir() if p.name.startswith(STAGING_PREFIX) and p.is_dir())
 
 
+def validate_content(wanted: WantedFile, run: Runner) -> None:
+    """Run the file's validate command on a private copy of the new content; raise with its output if it fails."""
+    command = wanted.validate or ""
+    if "%s" not in command:
+        raise ValueError(f"{wanted.path}: validate {command!r} must contain %s (where the new content's path goes)")
+    with tempfile.TemporaryDirectory(prefix="specgate-validate-") as private:
+        candidate = Path(private) / wanted.path.name
+        fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(wanted.content)
+        rc, out, err = run([part.replace("%s", str(candidate)) for part in shlex.split(command)])
+    if rc != 0:
+        said = (err.strip() or out.strip()).replace(str(candidate), str(wanted.path))
+        raise ValueError(f"{wanted.path}: `{command}` rejects the new content (rc {rc}), nothing was written: {said}")
+
+
 def apply(
     directories: list[tuple[Path, Ownership]],
     release: WantedRelease | None,
     files: list[WantedFile],
     absent: list[Path],
+    *,
     check: bool,
+    run: Runner | None = None,
 ) -> Outcome:
-    """Directories first (files may live in them), then the release, the single files, the removals."""
+    """Validate changed files first (a rejected one stops the call before anything is written), then create the
+    directories (files may live in them), the release, the single files, the removals."""
+    if not check:
+        for wanted in files:
+            if wanted.validate and read_existing(wanted.path) != wanted.content:
+                if run is None:
+                    raise ValueError(f"{wanted.path}: a validate command needs a runner")
+                validate_content(wanted, run)
     outcome = Outcome()
     for path, ownership in directories:
         ensure_directory(path, ownership, check, outcome)

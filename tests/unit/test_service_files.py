@@ -6,6 +6,7 @@ import grp
 import json
 import os
 import pwd
+import shutil
 import stat
 
 import pytest
@@ -239,3 +240,44 @@ def test_a_secret_file_is_never_readable_before_its_mode_is_set(tmp_path, monkey
     monkeypatch.setattr(service_files.os, "fdopen", spy)
     service_files.write_atomically(tmp_path / "s", b"secret", Ownership(ME, MY_GROUP, 0o600))
     assert seen == [0o600]
+
+
+GOOD_UNIT = (
+    "[Unit]\nDescription=x\n\n[Service]\nType=exec\nExecStart=/bin/true\n\n[Install]\nWantedBy=multi-user.target\n"
+)
+BAD_UNIT = GOOD_UNIT.replace("ExecStart=/bin/true", "ExecStart=bin/true-relative")
+
+
+def unit_args(tmp_path, content, validate="systemd-analyze verify %s"):
+    (tmp_path / "system").mkdir(exist_ok=True)
+    return {"path": str(tmp_path / "system" / "sglang.service"), "content": content, "mode": "0644",
+            "owner": ME, "group": MY_GROUP, "validate": validate}  # fmt: skip
+
+
+def test_a_unit_systemd_rejects_fails_the_call_and_nothing_is_written(tmp_path, capsys):
+    # The real systemd-analyze (the controller and every supported host have systemd).
+    assert shutil.which("systemd-analyze"), "systemd-analyze is missing on this machine"
+    unit = tmp_path / "system" / "sglang.service"
+    assert run(capsys, files=[unit_args(tmp_path, GOOD_UNIT)])["changed"]
+    out = run(capsys, release=release_args(tmp_path), files=[unit_args(tmp_path, BAD_UNIT)])
+    assert out["failed"]
+    assert "systemd-analyze verify" in out["msg"]
+    assert str(unit) in out["msg"]  # systemd's complaint names the real path, not the private copy
+    assert "bin/true-relative" in out["msg"]
+    assert unit.read_text() == GOOD_UNIT
+    assert not (tmp_path / "releases").exists(), "a rejected unit must stop the call before the release is written"
+
+
+def test_validate_runs_only_when_the_content_changes_and_never_in_check_mode(tmp_path, capsys):
+    counter = tmp_path / "validated"
+    validate = f"sh -c 'cat \"$1\" >> {counter}' validate %s"
+    run(capsys, files=[unit_args(tmp_path, GOOD_UNIT, validate)])
+    run(capsys, files=[unit_args(tmp_path, GOOD_UNIT, validate)])
+    run(capsys, check_mode=True, files=[unit_args(tmp_path, BAD_UNIT, validate)])
+    assert counter.read_text() == GOOD_UNIT  # once: the unchanged second run and check mode did not validate
+
+
+def test_a_validate_command_without_the_placeholder_is_refused(tmp_path, capsys):
+    out = run(capsys, files=[unit_args(tmp_path, GOOD_UNIT, "systemd-analyze verify")])
+    assert out["failed"]
+    assert "must contain %s" in out["msg"]

@@ -91,6 +91,26 @@ def test_a_config_sglang_rejects_fails_the_play_and_never_stops_the_running_serv
     assert host.check_output(on_disk) == disk_before, "a rejected candidate left files on the host"
 
 
+def test_a_unit_systemd_rejects_fails_the_play_before_anything_is_written(host, serving, tmp_path):
+    pid = main_pid(host)
+    on_disk = "find /opt/specgate /etc/specgate /etc/systemd/system -printf '%p %s %T@ %m\\n' | sort"
+    disk_before = host.check_output(on_disk)
+    # A user's unit template with a relative ExecStart (systemd refuses it), for a new candidate config.
+    good = (Path(__file__).resolve().parents[3] / "templates" / "sglang.service.j2").read_text()
+    broken = tmp_path / "broken.service.j2"
+    broken.write_text(good.replace("ExecStart=", "ExecStart=relative/", 1))
+    run = deploy(sglang_service_unit_template=str(broken), sglang_service_block_size=16,
+                 sglang_service_drafter_path="/models/kimi-k26-dflash-b16")  # fmt: skip
+    assert run.status == "failed"
+    failed = run.results("Write the candidate release, the unit")
+    assert failed
+    assert "systemd-analyze verify" in failed[-1]["msg"]
+    assert "/etc/systemd/system/sglang.service" in failed[-1]["msg"]
+    assert run.results("Stop the running server") == [], "the running server was touched"
+    assert main_pid(host) == pid
+    assert host.check_output(on_disk) == disk_before, "a rejected unit left files on the host"
+
+
 def test_a_candidate_that_crashes_on_start_fails_with_the_journal_and_the_previous_release_serves(host, serving):
     run = deploy({"SPECGATE_SIM_FAULT_CRASH_DURING_LOAD": "1"})
     assert run.status == "failed"

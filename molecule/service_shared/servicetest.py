@@ -56,8 +56,11 @@ class Run:
         return sum(self.stats.get("changed", {}).values())
 
 
-def run_playbook(instance: str, playbook: Path, extravars: dict | None = None, cmdline: str = "") -> Run:
-    """ansible-playbook through ansible-runner, with the scenario vars plus ``extravars``."""
+def run_playbook(
+    instance: str, playbook: Path, extravars: dict | None = None, cmdline: str = "", connection: dict | None = None
+) -> Run:
+    """ansible-playbook through ansible-runner, with the scenario vars plus ``extravars``; ``connection`` replaces
+    the podman connection's host vars (the overhead benchmark reaches the same container over SSH)."""
     venv_bin = str(Path(sys.executable).parent)
     with tempfile.TemporaryDirectory(prefix="sgsvc-runner-") as private:
         start = time.monotonic()
@@ -67,7 +70,9 @@ def run_playbook(instance: str, playbook: Path, extravars: dict | None = None, c
             inventory={
                 "all": {
                     "children": {
-                        "sglang_hosts": {"hosts": {instance: {"ansible_connection": "containers.podman.podman"}}}
+                        "sglang_hosts": {
+                            "hosts": {instance: connection or {"ansible_connection": "containers.podman.podman"}}
+                        }
                     }
                 }
             },

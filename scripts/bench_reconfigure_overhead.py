@@ -5,7 +5,16 @@ minus the engine's own load time, as a ratio. Goal: overhead <= 5 % of the load 
 The host is the service scenario's container with the sim engine loading for a fixed time:
 
     flock /tmp/specgate-heavy.lock .venv/bin/molecule converge -s service     # provision (not measured)
-    .venv/bin/python scripts/bench_reconfigure_overhead.py --load-seconds 20 --repeat 2
+    .venv/bin/python scripts/bench_reconfigure_overhead.py --repeat 2
+
+The sim loads for --load-seconds (default 360 s: the field's lower bound for Kimi K2.6, 6-10 min, one load
+measured 615 s); a shorter load (say 5 s) gives the same overhead in a minute, with a meaningless ratio.
+
+Over SSH, as real hosts are reached (the test bed's image has no sshd: install one in the container first):
+
+    podman exec specgate-service apt-get install -y openssh-server   # then a key in /root/.ssh/authorized_keys
+    # and /etc/ssh/sshd_config.d/bench.conf: "Port 2299" "ListenAddress 127.0.0.1"; systemctl restart ssh
+    .venv/bin/python scripts/bench_reconfigure_overhead.py --ssh 2299:/path/to/private-key
 
 Each round deploys the other of two configs (block size 8 <-> 16 with its drafter) through ansible-runner,
 exactly as `ansible-playbook deploy.yml -e @config` would run the sglang_service stage. The engine's load

@@ -58,16 +58,24 @@ def test_root_deploy_imports_the_playbook_that_runs_the_six_stages_in_order() ->
     assert service["vars"]["sglang_service_promote_on_success"] is False, "the gate, not the service, promotes"
 
 
+def test_sweep_provisions_like_deploy_then_sweeps_with_the_same_preflight_feed() -> None:
+    deploy = yaml.safe_load((ROOT / "playbooks" / "deploy.yml").read_text())[0]
+    sweep = yaml.safe_load((ROOT / "playbooks" / "sweep.yml").read_text())[0]
+    assert [r["role"] for r in sweep["roles"]] == [*STAGES[:4], "spec_sweep"]
+    assert sweep["vars_files"] == deploy["vars_files"] == ["vars/preflight_feed.yml"]
+
+
 @pytest.mark.slow
-def test_deploy_refuses_dflash_with_pipeline_parallelism_before_touching_ct200(tmp_path: Path) -> None:
-    """deploy.yml -l ct200 with a bad inventory value stops in preflight, naming the inventory variable."""
+@pytest.mark.parametrize("playbook", ["deploy.yml", "playbooks/sweep.yml"])
+def test_deploy_refuses_dflash_with_pipeline_parallelism_before_touching_ct200(tmp_path: Path, playbook: str) -> None:
+    """deploy.yml (and sweep.yml) -l ct200 with a bad inventory value stops in preflight, naming the variable."""
     smi = fake_nvidia_smi(tmp_path, "ct200_sm120_pcie")
     private = tmp_path / "runner"
     private.mkdir()
     run = ansible_runner.run(
         private_data_dir=str(private),
         project_dir=str(ROOT),
-        playbook=str(ROOT / "deploy.yml"),
+        playbook=str(ROOT / playbook),
         inventory=str(ROOT / "inventory" / "hosts.yml"),
         limit="ct200",
         extravars={

@@ -1,0 +1,53 @@
+"""Filters: a sweep config's benchmark → its row; the rows → winners and the markdown report (logic in sweep_report)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import ansible.module_utils
+from ansible.errors import AnsibleFilterError
+
+# Same reason as sglang_config.py: a controller-side plugin puts the project's module_utils on the path itself.
+_PROJECT_MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_utils")
+if _PROJECT_MODULE_UTILS not in ansible.module_utils.__path__:
+    ansible.module_utils.__path__.append(_PROJECT_MODULE_UTILS)
+
+from ansible.module_utils.specgate.sweep_report import (  # noqa: E402 - needs the path set above
+    failed_row,
+    summarize,
+    sweep_markdown,
+    winners,
+)
+
+
+def spec_sweep_row(bench: dict[str, Any], name: str, release: str) -> dict[str, Any]:
+    """`{{ bench_result | spec_sweep_row(name, release) }}`."""
+    try:
+        return summarize(name, release, bench)
+    except (KeyError, ValueError) as error:
+        raise AnsibleFilterError(f"spec_sweep_row: {error}") from error
+
+
+def spec_sweep_failed_row(reason: str, name: str, release: str | None = None) -> dict[str, Any]:
+    """`{{ reason | spec_sweep_failed_row(name, release) }}`."""
+    return failed_row(name, release, reason)
+
+
+def spec_sweep_winners(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    return winners(rows)
+
+
+def spec_sweep_markdown(rows: list[dict[str, Any]], sweep_id: str, host: str) -> str:
+    """`{{ rows | spec_sweep_markdown(sweep_id, host) }}`."""
+    return sweep_markdown(sweep_id, host, rows, winners(rows))
+
+
+class FilterModule:
+    def filters(self) -> dict[str, Any]:
+        return {
+            "spec_sweep_row": spec_sweep_row,
+            "spec_sweep_failed_row": spec_sweep_failed_row,
+            "spec_sweep_winners": spec_sweep_winners,
+            "spec_sweep_markdown": spec_sweep_markdown,
+        }

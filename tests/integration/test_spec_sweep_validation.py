@@ -1,0 +1,70 @@
+"""spec_sweep refuses a sweep it cannot run cleanly, naming spec_sweep_configs and the fix, before anything
+is deployed. Runs only the validate tag on localhost through ansible-runner."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import ansible_runner
+import pytest
+import yaml
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PROFILE = str(PROJECT_ROOT / "configs" / "profiles" / "bs8-b4-t4.yml")
+
+
+def run_validate(configs: list) -> tuple[str, str]:
+    play = [{"hosts": "localhost", "connection": "local", "gather_facts": False, "roles": [{"role": "spec_sweep"}]}]
+    with tempfile.TemporaryDirectory(prefix="sweep-validate-") as private:
+        result = ansible_runner.run(
+            private_data_dir=private,
+            playbook=play,
+            inventory=f"localhost ansible_connection=local ansible_python_interpreter={sys.executable}",
+            extravars={"spec_sweep_configs": configs},
+            cmdline="--tags spec_sweep_validate",
+            envvars={
+                "ANSIBLE_CONFIG": str(PROJECT_ROOT / "ansible.cfg"),
+                "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
+            },
+            quiet=True,
+        )
+        return result.status, result.stdout.read()
+
+
+CASES = {
+    "empty": ([], "it needs at least one config"),
+    "unnamed": ([{"vars": {"sglang_service_block_size": 8}}], "each with a unique name"),
+    "repeated": ([{"name": "a", "vars": {"sglang_service_block_size": 8}},
+                  {"name": "a", "vars": {"sglang_service_block_size": 16}}], "each with a unique name"),
+    "foreign_variable": ([{"name": "a", "vars": {"spec_gate_runs": 9}}], "spec_gate_runs"),
+    "promotes": ([{"name": "a", "vars": {"sglang_service_promote_on_success": True}}], "never promotes"),
+    "uneven": ([{"name": "a", "profile": PROFILE},
+                {"name": "b", "vars": {"sglang_service_block_size": 16}}], "Config b in spec_sweep_configs lacks"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_bad_sweep_is_refused_naming_the_problem(case):
+    configs, expected = CASES[case]
+    status, stdout = run_validate(configs)
+    assert status == "failed", stdout[-2000:]
+    assert expected in stdout.replace("\n", " ")
+
+
+def test_a_profile_plus_inline_vars_is_a_good_sweep():
+    same = {"sglang_service_drafter_path": "/models/d"}
+    status, stdout = run_validate([{"name": "a", "profile": PROFILE, "vars": same},
+                                   {"name": "b.2", "profile": PROFILE, "vars": same}])  # fmt: skip
+    assert status == "successful", stdout[-2000:]
+
+
+def test_the_shipped_field_notes_sweep_is_a_good_sweep():
+    text = (PROJECT_ROOT / "configs" / "sweeps" / "field-notes.yml").read_text()
+    # playbooks/sweep.yml's playbook_dir, which the file's profile paths start from
+    configs = yaml.safe_load(text.replace("{{ playbook_dir }}", str(PROJECT_ROOT / "playbooks")))["spec_sweep_configs"]
+    assert [c["name"] for c in configs] == ["bs8-b8-t4", "bs16-b32-t8", "bs8-b4-t4"]
+    status, stdout = run_validate(configs)
+    assert status == "successful", stdout[-2000:]

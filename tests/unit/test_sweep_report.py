@@ -1,0 +1,64 @@
+"""Sweep rows from benchmark results, winners per use case, and the report."""
+
+from __future__ import annotations
+
+import pytest
+from ansible.module_utils.specgate.sweep_report import failed_row, summarize, sweep_markdown, winners
+
+
+def cell(context_tokens, concurrency, tok_s, accept, set_name="code"):
+    return {"set": set_name, "context": f"c{context_tokens}", "context_tokens": context_tokens,
+            "concurrency": concurrency, "output_tok_s": tok_s, "accept_length_request": accept,
+            "ttft": {"p50_ms": 100.0}}  # fmt: skip
+
+
+def bench(cells_per_run, evals=None, algorithm="DFLASH"):
+    evals = evals or [None] * len(cells_per_run)
+    runs = [{"cells": cells, "eval": evals[i]} for i, cells in enumerate(cells_per_run)]
+    return {"server": {"speculative_algorithm": algorithm}, "runs": runs}
+
+
+def test_a_row_takes_each_use_case_from_its_corner_of_the_matrix_averaged_over_runs():
+    run1 = [cell(1024, 1, 100.0, 3.0), cell(1024, 32, 2000.0, 3.1), cell(32768, 1, 80.0, 2.0),
+            cell(32768, 32, 1500.0, 2.2)]  # fmt: skip
+    run2 = [cell(1024, 1, 110.0, 3.2), cell(1024, 32, 2200.0, 3.3), cell(32768, 1, 90.0, 2.4),
+            cell(32768, 32, 1700.0, 2.6)]  # fmt: skip
+    evals = [{"passed": 23, "problems": 24}, {"passed": 24, "problems": 24}]
+    row = summarize("bs8", "dflash-bs8-0123456789", bench([run1, run2], evals))
+    assert row["speed_c1_short"] == pytest.approx(105.0)
+    assert row["tok_s_cmax"] == pytest.approx((2000 + 1500 + 2200 + 1700) / 4)
+    assert row["accept_long"] == pytest.approx((2.0 + 2.2 + 2.4 + 2.6) / 4)
+    assert row["eval_pass_rate"] == pytest.approx(47 / 48)
+    assert row["shape"] == {"shortest_context": 1024, "longest_context": 32768, "concurrency": [1, 32]}
+
+
+def test_user_prompt_cells_without_a_context_length_are_left_out_and_only_them_is_an_error():
+    user_only = [cell(None, 1, 50.0, 2.0, set_name="user")]
+    with pytest.raises(ValueError, match="no cell with a context length"):
+        summarize("x", "r", bench([user_only]))
+    row = summarize("x", "r", bench([[*user_only, cell(2048, 1, 70.0, 2.5)]]))
+    assert row["speed_c1_short"] == 70.0
+
+
+def test_winners_skip_failed_configs_and_ties_go_to_the_earlier_config():
+    rows = [
+        {"name": "a", "release": "ra", "failed": False, "speed_c1_short": 100.0, "accept_long": 2.0,
+         "tok_s_cmax": 900.0},
+        failed_row("crash", "rc", "did not become ready"),
+        {"name": "b", "release": "rb", "failed": False, "speed_c1_short": 100.0, "accept_long": 3.0,
+         "tok_s_cmax": 800.0},
+    ]
+    best = winners(rows)
+    assert (best["latency"]["name"], best["long_context"]["name"], best["throughput"]["name"]) == ("a", "b", "a")
+    assert best["long_context"]["value"] == 3.0
+
+
+def test_no_winner_when_every_config_failed_and_the_report_says_why():
+    rows = [failed_row("crash", None, "CUDA out of memory")]
+    best = winners(rows)
+    assert all(w["name"] is None for w in best.values())
+    text = sweep_markdown("s1", "ct200", rows, best)
+    assert "| crash | — |" in text
+    assert "FAILED: CUDA out of memory" in text
+    for use_case in ("latency", "long_context", "throughput"):
+        assert any(line.startswith(f"| {use_case}:") and line.endswith("| — | — | — |") for line in text.splitlines())

@@ -61,10 +61,14 @@ def test_a_profile_plus_inline_vars_is_a_good_sweep():
     assert status == "successful", stdout[-2000:]
 
 
-def test_the_shipped_field_notes_sweep_is_a_good_sweep():
-    text = (PROJECT_ROOT / "configs" / "sweeps" / "field-notes.yml").read_text()
+@pytest.mark.parametrize(
+    ("sweep", "names"),
+    [("field-notes", ["bs8-b8-t4", "bs16-b32-t8", "bs8-b4-t4"]), ("demo", ["no-spec", "dflash-bs8"])],
+)
+def test_the_shipped_sweeps_are_good_sweeps(sweep, names):
+    text = (PROJECT_ROOT / "configs" / "sweeps" / f"{sweep}.yml").read_text()
     # playbooks/sweep.yml's playbook_dir, which the file's profile paths start from
     configs = yaml.safe_load(text.replace("{{ playbook_dir }}", str(PROJECT_ROOT / "playbooks")))["spec_sweep_configs"]
-    assert [c["name"] for c in configs] == ["bs8-b8-t4", "bs16-b32-t8", "bs8-b4-t4"]
+    assert [c["name"] for c in configs] == names
     status, stdout = run_validate(configs)
     assert status == "successful", stdout[-2000:]

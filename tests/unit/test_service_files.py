@@ -277,7 +277,7 @@ def test_validate_runs_only_when_the_content_changes_and_never_in_check_mode(tmp
     assert counter.read_text() == GOOD_UNIT  # once: the unchanged second run and check mode did not validate
 
 
-def test_a_validate_command_without_the_placeholder_is_refused(tmp_path, capsys):
+def test_a_validate_command_without_percent_s_is_refused(tmp_path, capsys):
     out = run(capsys, files=[unit_args(tmp_path, GOOD_UNIT, "systemd-analyze verify")])
     assert out["failed"]
     assert "must contain %s" in out["msg"]

@@ -178,7 +178,7 @@ def main() -> None:
             msg="huggingface_hub is not importable by the Python running hf_snapshot: run it with the "
             "service venv's interpreter (fact specgate_sglang_env.python or model_weights_python)"
         )
-    now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     try:
         result = run(
             specs,

@@ -28,6 +28,9 @@ description:
     tokenizer; nothing is downloaded.
   - Runs a coding-correctness eval (generated code executed with asserts in a sandboxed subprocess with a
     timeout and resource limits) and, optionally, SGLang's own C(sglang.benchmark.serving) on the same cells.
+  - A request whose exchange breaks (the engine died mid-stream, a reset, a body cut short, a timeout) fails the
+    module with the run and cell (prompt set, context, concurrency) and the request's error; no partial result.
+  - Requests never go through a proxy set in the host's environment (C(http_proxy)); the server is on loopback.
   - In check mode nothing is sent to the server; the settings are validated.
 version_added: "0.1.0"
 author: specgate

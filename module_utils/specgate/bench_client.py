@@ -24,6 +24,22 @@ class BenchError(Exception):
     """A problem that stops the benchmark; the message says what to change."""
 
 
+class TransportError(BenchError):
+    """A request's exchange with the server broke: refused, reset, a body cut short (the engine died mid-stream), a
+    stream event that is not JSON, or a timeout. The measurement it was part of is void."""
+
+
+# Every way aiohttp reports a broken exchange: connection errors (refused, reset, server disconnected), payload
+# errors (a chunked or sized body cut short) and timeouts. On Python 3.10 asyncio.TimeoutError is not the builtin
+# TimeoutError (they merged in 3.11), so both are named.
+TRANSPORT_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, TimeoutError)
+
+
+def describe_transport_error(exc: BaseException) -> str:
+    """Class and text of a transport error; a bare timeout has no text of its own."""
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
 @dataclass
 class RequestRecord:
     requested_tokens: int
@@ -67,8 +83,13 @@ class Client:
 
     async def __aenter__(self) -> Client:
         # limit=0: no client-side cap on connections, so C=256 means 256 requests in flight.
+        # trust_env=False (aiohttp's default, pinned here): the server is on this host's loopback, and a proxy set
+        # in the environment (http_proxy) must neither catch these requests nor sit inside the measured latency.
         self.session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=0, force_close=False), timeout=self.timeout, headers=self.headers
+            connector=aiohttp.TCPConnector(limit=0, force_close=False),
+            timeout=self.timeout,
+            headers=self.headers,
+            trust_env=False,
         )
         return self
 
@@ -76,10 +97,23 @@ class Client:
         if self.session is not None:
             await self.session.close()
 
-    def _unreachable(self, exc: Exception) -> BenchError:
-        return BenchError(
+    def _unreachable(self, exc: BaseException) -> TransportError:
+        return TransportError(
             f"cannot reach the server at {self.base_url} ({exc}); is the service running and listening on that "
             "port? (the port comes from the specgate_release fact)"
+        )
+
+    def _broken(self, request: str, exc: BaseException, streamed_tokens: int = 0) -> TransportError:
+        """The error to raise for a transport failure of ``request`` ("POST /generate")."""
+        if isinstance(exc, aiohttp.ClientConnectorError):  # never connected: nothing listens (any more)
+            return self._unreachable(exc)
+        if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+            detail = f"timed out after {self.timeout.total:g} s (spec_gate_bench_request_timeout_s)"
+        else:
+            detail = describe_transport_error(exc)
+        after = f" after {streamed_tokens} streamed tokens" if streamed_tokens else ""
+        return TransportError(
+            f"{request} to {self.base_url} broke{after}: {detail}; if the engine died, its journal on the host says why"
         )
 
     async def request_json(self, method: str, path: str, body: dict | None = None) -> tuple[int, object]:
@@ -93,8 +127,8 @@ class Client:
                     return resp.status, json.loads(text) if text else None
                 except json.JSONDecodeError:
                     return resp.status, text
-        except aiohttp.ClientConnectionError as exc:
-            raise self._unreachable(exc) from exc
+        except TRANSPORT_ERRORS as exc:
+            raise self._broken(f"{method} {path}", exc) from exc
 
     async def server_info(self) -> dict:
         status, data = await self.request_json("GET", "/server_info")
@@ -122,8 +156,8 @@ class Client:
                 if resp.status != 200:
                     return None
                 text = await resp.text()
-        except aiohttp.ClientConnectionError as exc:
-            raise self._unreachable(exc) from exc
+        except TRANSPORT_ERRORS as exc:
+            raise self._broken("GET /metrics", exc) from exc
         total = None
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
@@ -157,7 +191,13 @@ class Client:
                     data = line[6:].strip()
                     if data == b"[DONE]":
                         break
-                    chunk = json.loads(data)
+                    try:
+                        chunk = json.loads(data)
+                    except ValueError as exc:
+                        raise TransportError(
+                            f"POST /generate to {self.base_url}: a stream event is not JSON ({data[:80]!r}): "
+                            "the stream was cut or garbled"
+                        ) from exc
                     if "error" in chunk:
                         record.error = str(chunk["error"])[:200]
                         return record
@@ -172,14 +212,10 @@ class Client:
                         gap = (now - last_time) / new
                         record.itl.extend([gap] * new)
                     last_time, last_tokens = now, tokens
-        except aiohttp.ClientConnectionError as exc:
-            if last_tokens == 0 and isinstance(exc, aiohttp.ClientConnectorError):
-                raise self._unreachable(exc) from exc
-            record.error = f"connection lost: {exc}"
-            return record
-        except TimeoutError:
-            record.error = f"timed out after {self.timeout.total:g} s (spec_gate_bench_request_timeout_s)"
-            return record
+        except TRANSPORT_ERRORS as exc:
+            # A stream that breaks (the engine died, a body cut short, a timeout) voids the cell it belongs to;
+            # recording it as one failed request would let the cell's numbers stand on the survivors.
+            raise self._broken("POST /generate", exc, last_tokens) from exc
         record.latency = time.perf_counter() - start
         record.completion_tokens = last_tokens
         record.prompt_tokens = meta.get("prompt_tokens")

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
+import pwd
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime, timezone
+from typing import TypeVar
 
 from ansible.module_utils.specgate import code_eval
 from ansible.module_utils.specgate.bench_cells import server_accept_length, summarize_cell, summarize_sets
@@ -26,6 +29,8 @@ from ansible.module_utils.specgate.sglang_crosscheck import run_crosscheck
 
 SCHEMA = "specgate.bench/v1"
 CALIBRATION_TOKENS = 1024
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -102,6 +107,20 @@ def requests_for(s: BenchSettings, concurrency: int) -> int:
     return max(s.min_requests, concurrency * s.requests_per_concurrency)
 
 
+def cell_label(set_name: str, context: str, context_tokens: int, concurrency: int) -> str:
+    """How a cell is named in errors: the coordinates the report's tables use."""
+    size = f" ({context_tokens} tokens)" if context_tokens else ""
+    return f"set {set_name}, context {context}{size}, concurrency {concurrency}"
+
+
+async def _during(what: str, work: Awaitable[T]) -> T:
+    """Await ``work``; a BenchError from it says which part of the benchmark it stopped."""
+    try:
+        return await work
+    except BenchError as exc:
+        raise BenchError(f"{what}: {exc}") from exc
+
+
 async def _calibrate(client: Client, set_name: str, seed: int) -> float:
     """Characters per token of this set's text under the server's tokenizer."""
     probe = build_prompt(set_name, 10**6, CALIBRATION_TOKENS, seed, 4.0).text
@@ -114,17 +133,27 @@ async def run_requests(
     """Closed loop with ``concurrency`` requests in flight; (records, wall seconds, client CPU seconds)."""
     queue = list(reversed(prompts))
     records: list[RequestRecord] = []
+    broken: list[BenchError] = []
 
     async def worker() -> None:
-        while queue:
+        while queue and not broken:
             p = queue.pop()
-            records.append(
-                await client.generate_stream(p.text, p.max_tokens or s.output_tokens, s.temperature, s.ignore_eos)
-            )
+            try:
+                record = await client.generate_stream(
+                    p.text, p.max_tokens or s.output_tokens, s.temperature, s.ignore_eos
+                )
+            except BenchError as exc:
+                # The cell is void: send nothing more, let the requests in flight end (no task outlives the
+                # gather), then report the first error.
+                broken.append(exc)
+                return
+            records.append(record)
 
     cpu0 = time.process_time()
     t0 = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(min(concurrency, len(prompts)))))
+    if broken:
+        raise broken[0]
     return records, time.perf_counter() - t0, time.process_time() - cpu0
 
 
@@ -158,7 +187,11 @@ async def run_eval(client: Client, model: str, s: BenchSettings) -> dict:
         # The sandboxed run blocks on a child process: keep it off the event loop.
         return await asyncio.to_thread(code_eval.judge, problem, answer, finish, limits)
 
-    results = await asyncio.gather(*(one(p) for p in problems))
+    # Every problem ends before an error is raised, so no request outlives the client session.
+    results = await asyncio.gather(*(one(p) for p in problems), return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
     return code_eval.summarize(results)
 
 
@@ -201,14 +234,18 @@ async def run_benchmark(s: BenchSettings) -> dict:
     async with Client(s.base_url, s.api_key, s.request_timeout_s) as client:
         info = await client.server_info()
         model = info.get("served_model_name") or info.get("model_path") or "default"
-        cpt = {name: await _calibrate(client, name, s.seed) for name in s.sets if name != USER_SET}
+        cpt = {
+            name: await _during(f"sizing the prompts of set {name}", _calibrate(client, name, s.seed))
+            for name in s.sets
+            if name != USER_SET
+        }
         if s.warmup_requests:
             first = next(iter(cpt), USER_SET)
             warm = _prompts_for(s, first, s.contexts[0][1], s.warmup_requests, cpt=cpt.get(first, 4.0), offset=10**7)
-            await run_requests(client, warm, min(4, len(warm)), s)
+            await _during("warm-up", run_requests(client, warm, min(4, len(warm)), s))
         runs = []
         for run_no in range(1, s.runs + 1):
-            started = datetime.now(UTC)
+            started = datetime.now(timezone.utc)
             cells = []
             for set_name in s.sets:
                 contexts = [(NATIVE_CONTEXT, 0)] if set_name == USER_SET else list(s.contexts)
@@ -218,7 +255,10 @@ async def run_benchmark(s: BenchSettings) -> dict:
                         # Fresh prompts per run and cell: the prefix cache must not carry over between them.
                         offset = run_no * 10**5 + conc * 1000
                         prompts = _prompts_for(s, set_name, ctx_tokens, n, cpt=cpt.get(set_name, 4.0), offset=offset)
-                        cell = await run_cell(client, prompts, conc, s)
+                        cell = await _during(
+                            f"run {run_no}, cell {cell_label(set_name, ctx_name, ctx_tokens, conc)}",
+                            run_cell(client, prompts, conc, s),
+                        )
                         cells.append(
                             {
                                 "set": set_name,
@@ -233,17 +273,24 @@ async def run_benchmark(s: BenchSettings) -> dict:
                 "started_at": started.isoformat(timespec="seconds"),
                 "cells": cells,
                 "sets": summarize_sets(cells),
-                "eval": await run_eval(client, model, s) if s.eval else None,
+                "eval": await _during(f"run {run_no}, coding eval", run_eval(client, model, s)) if s.eval else None,
             }
             if s.crosscheck and run_no == 1:
                 run["crosscheck"] = [
-                    await _crosscheck(s, name, tokens, conc) for name, tokens in s.contexts for conc in s.concurrency
+                    await _during(
+                        f"SGLang's benchmark on context {name} ({tokens} tokens), concurrency {conc}",
+                        _crosscheck(s, name, tokens, conc),
+                    )
+                    for name, tokens in s.contexts
+                    for conc in s.concurrency
                 ]
-            run["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+            run["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
             runs.append(run)
     return {
         "schema": SCHEMA,
         "server": _server_summary(info),
+        # Who ran it: the coding eval executes model-written code, so the gate runs it as the service user.
+        "runner": {"user": pwd.getpwuid(os.geteuid()).pw_name, "uid": os.geteuid()},
         "settings": {
             "sets": list(s.sets),
             "contexts": [{"name": n, "tokens": t} for n, t in s.contexts],

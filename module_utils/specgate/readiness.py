@@ -9,10 +9,12 @@ candidate's settings (an old process once answered while the new one was still l
 from __future__ import annotations
 
 import http.client
+import ipaddress
 import json
 import os
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -55,13 +57,32 @@ class Probe:
     error: str | None = None
 
 
+def is_loopback_url(url: str) -> bool:
+    """True when the URL's host is this machine's loopback (localhost, 127.0.0.0/8, ::1)."""
+    host = (urllib.parse.urlsplit(url).hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+# urllib honours http_proxy/HTTP_PROXY and bypasses only what no_proxy lists, so on a host with a proxy set a check
+# of 127.0.0.1 would ask the proxy about *its* loopback. Loopback is never proxied: an opener without proxies.
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
 def http_get(
     url: str, timeout: float, headers: Mapping[str, str] | None = None
 ) -> tuple[int | None, bytes, str | None]:
-    """GET without raising: (status, body, error). Refused/reset/timeouts come back as error text."""
+    """GET without raising: (status, body, error). Refused/reset/timeouts come back as error text.
+
+    Loopback URLs go direct whatever the proxy variables say; any other host keeps the environment's proxies."""
     request = urllib.request.Request(url, headers=dict(headers or {}))
+    opener = _DIRECT if is_loopback_url(url) else urllib.request.build_opener()
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with opener.open(request, timeout=timeout) as response:
             return response.status, response.read(), None
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read() if exc.fp else b"", None

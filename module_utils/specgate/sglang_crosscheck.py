@@ -57,6 +57,18 @@ def build_command(
     ]  # fmt: skip
 
 
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def loopback_unproxied(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with loopback added to no_proxy/NO_PROXY: SGLang's benchmark talks to 127.0.0.1 through clients that
+    honour http_proxy (requests, for one), and a proxy set on the host must not catch those requests."""
+    for name in ("no_proxy", "NO_PROXY"):
+        entries = [entry.strip() for entry in env.get(name, "").split(",") if entry.strip()]
+        env[name] = ",".join(entries + [host for host in LOOPBACK_HOSTS if host not in entries])
+    return env
+
+
 def parse_result(jsonl: str) -> dict:
     """The last result line (the tool appends one per run)."""
     lines = [line for line in jsonl.splitlines() if line.strip()]
@@ -90,7 +102,7 @@ def run_crosscheck(
             seed=seed,
             output_file=out,
         )
-        env = dict(os.environ)
+        env = loopback_unproxied(dict(os.environ))
         env.pop("OPENAI_API_KEY", None)
         if api_key:
             env["OPENAI_API_KEY"] = api_key  # the benchmark sends it as "Authorization: Bearer <key>"

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 from ansible.module_utils.specgate.bench_client import BenchError
 from ansible.module_utils.specgate.bench_runner import BenchSettings, run_benchmark
-
-testing = pytest.importorskip("specgate_sim.testing")
+from specgate_sim import testing
 
 KEY = "test-key-7f3a"
 

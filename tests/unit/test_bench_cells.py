@@ -6,6 +6,8 @@ import pytest
 from ansible.module_utils.specgate.bench_cells import server_accept_length, summarize_cell, summarize_sets
 from ansible.module_utils.specgate.bench_client import RequestRecord
 
+pytestmark = pytest.mark.host
+
 
 def rec(*, tokens=100, verify=25, ttft=0.1, latency=1.1, requested=100, prompt=500, itl=(0.01, 0.01)):
     return RequestRecord(

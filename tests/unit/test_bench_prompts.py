@@ -6,8 +6,10 @@ import json
 
 import pytest
 from ansible.module_utils.specgate.bench_prompts import BUILTIN_SETS, USER_SET, build_prompt, load_user_prompts
+from specgate_sim import text as simtext
 
-simtext = pytest.importorskip("specgate_sim.text")
+pytestmark = pytest.mark.host
+
 
 
 @pytest.mark.parametrize("set_name", BUILTIN_SETS)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 from ansible.module_utils.specgate.bench_report import bench_markdown, gate_markdown
+
+pytestmark = pytest.mark.host
 
 
 def _cell(set_name, tok_s, accept):

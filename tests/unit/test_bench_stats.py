@@ -13,6 +13,8 @@ from ansible.module_utils.specgate.bench_stats import (
     summarize_latencies,
 )
 
+pytestmark = pytest.mark.host
+
 
 def test_percentile_interpolates_like_numpy():
     values = [1.0, 2.0, 3.0, 4.0]

@@ -8,6 +8,9 @@ import pytest
 from ansible.module_utils.specgate import code_eval
 from ansible.module_utils.specgate.code_eval import Limits, extract_code, judge, run_asserts, summarize
 from ansible.module_utils.specgate.coding_problems import PROBLEMS, PROBLEMS_BY_NAME, select_problems
+from specgate_sim import codebank
+
+pytestmark = pytest.mark.host
 
 FAST = Limits(timeout_s=5.0)
 
@@ -113,7 +116,6 @@ def test_selecting_an_unknown_problem_names_the_variable():
         select_problems(["gcd", "nope"])
 
 
-codebank = pytest.importorskip("specgate_sim.codebank")
 
 
 @pytest.mark.parametrize("problem", PROBLEMS, ids=lambda p: p.name)

@@ -9,6 +9,8 @@ import pytest
 from ansible.module_utils.testing import patch_module_args
 from test_cuda_toolkit import CUBIN_SM90A, CUBIN_SM120A
 
+pytestmark = pytest.mark.host
+
 FAKE_NVCC = """#!/bin/sh
 # Stands in for nvcc: a version banner, and a "cubin" carrying a recorded header.
 if [ "$1" = "--version" ]; then

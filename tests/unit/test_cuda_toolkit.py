@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 from ansible.module_utils.specgate.cuda_toolkit import cubin_sm, nvcc_release, plan
 
+pytestmark = pytest.mark.host
+
 PYPI = ["nvidia-cuda-nvcc==13.0.88", "nvidia-cuda-runtime==13.0.96", "nvidia-curand==10.4.0.35"]
 APT = ["cuda-nvcc-13-0", "cuda-cudart-dev-13-0", "libcurand-dev-13-0"]
 # First 64 bytes of cubins nvcc 13.0.88 wrote for the curand probe (`nvcc -arch=sm_XXa -cubin`).

@@ -8,6 +8,8 @@ import pytest
 from ansible.module_utils.specgate.cuda_lanes import cuda_lane_for_sglang, cuda_meets_minimum
 from ansible.module_utils.specgate.deployment_checks import Deployment, check_deployment, failure_message
 
+pytestmark = pytest.mark.host
+
 GiB = 1024
 
 

@@ -12,6 +12,8 @@ from ansible.module_utils.specgate.drafter_facts import (
     tokenizer_token_id,
 )
 
+pytestmark = pytest.mark.host
+
 TARGET = {"num_hidden_layers": 61, "vocab_size": 163840}
 TOKENIZER = {"added_tokens": [{"id": 163838, "content": "<|MASK|>"}], "model": {"vocab": {"a": 0}}}
 DRAFTER = {

@@ -17,6 +17,8 @@ from ansible.module_utils.specgate.gate_decision import (
     needs_more_runs,
 )
 
+pytestmark = pytest.mark.host
+
 
 def cond(values, threshold=3.0, higher=True, failure_limit=None, name="accept_length"):
     return Condition(

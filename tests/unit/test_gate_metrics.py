@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from ansible.module_utils.specgate.gate_metrics import Cell, Thresholds, build_conditions
 
+pytestmark = pytest.mark.host
+
 CELL = Cell("chat", "short", 1)
 
 

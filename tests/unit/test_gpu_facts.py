@@ -15,6 +15,8 @@ from ansible.module_utils.specgate.gpu_facts import (
     parse_topology,
 )
 
+pytestmark = pytest.mark.host
+
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "gpu"
 
 

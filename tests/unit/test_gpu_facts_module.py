@@ -8,6 +8,8 @@ import gpu_facts as module  # library/gpu_facts.py (tests/conftest.py puts libra
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
+pytestmark = pytest.mark.host
+
 
 def fake_nvidia_smi(tmp_path, script):
     path = tmp_path / "nvidia-smi"

@@ -11,6 +11,8 @@ from ansible.module_utils.specgate.gpu_release import (
 )
 from fake_clock import FakeClock
 
+pytestmark = pytest.mark.host
+
 
 def test_parse_sums_a_pid_seen_on_several_gpus():
     text = "4242, 80000\n4242, 79000\n777, 512\n"

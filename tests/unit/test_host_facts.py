@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 from ansible.module_utils.specgate.host_facts import disk_free, existing_ancestor, parse_meminfo, parse_os_release
+
+pytestmark = pytest.mark.host
 
 
 def test_missing_path_is_measured_on_its_nearest_existing_parent(tmp_path):

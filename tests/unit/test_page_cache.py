@@ -11,6 +11,8 @@ from ansible.module_utils.specgate.page_cache import (
     weight_files,
 )
 
+pytestmark = pytest.mark.host
+
 
 def _make_model(root, files):
     for name, size in files.items():

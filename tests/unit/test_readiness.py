@@ -20,6 +20,8 @@ from ansible.module_utils.specgate.readiness import (
 )
 from fake_clock import FakeClock
 
+pytestmark = pytest.mark.host
+
 RUNNING = UnitState(active_state="active", sub_state="running", n_restarts=0, main_pid=4321)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from ansible.module_utils.specgate.release_pointers import pointer_target, release_dirs
 
+pytestmark = pytest.mark.host
+
 
 @pytest.fixture
 def base(tmp_path):

@@ -15,6 +15,8 @@ from ansible.module_utils.specgate import service_files
 from ansible.module_utils.specgate.service_files import Ownership, WantedFile, WantedRelease
 from ansible.module_utils.testing import patch_module_args
 
+pytestmark = pytest.mark.host
+
 ME = pwd.getpwuid(os.getuid()).pw_name
 MY_GROUP = grp.getgrgid(os.getgid()).gr_name
 SECRET = "sk-do-not-show-0123456789"

@@ -9,6 +9,8 @@ import pytest
 from ansible.module_utils.specgate.bench_client import BenchError
 from ansible.module_utils.specgate.sglang_crosscheck import build_command, parse_result, run_crosscheck
 
+pytestmark = pytest.mark.host
+
 CELL = {"port": 30000, "context_tokens": 512, "concurrency": 16, "num_prompts": 32, "output_tokens": 256, "seed": 7}
 
 

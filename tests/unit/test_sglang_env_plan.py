@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from ansible.module_utils.specgate.sglang_env_plan import is_pinned, plan_env, requirement_name
 
+pytestmark = pytest.mark.host
+
 STACK = ["sglang==0.5.23", "flashinfer-python[cu13]==0.7.2", "sglang-kernel==0.4.10"]
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 

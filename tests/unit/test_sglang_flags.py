@@ -12,6 +12,8 @@ from ansible.module_utils.specgate.sglang_flags import (
     server_config,
 )
 
+pytestmark = pytest.mark.host
+
 TARGET = "/models/kimi-k2.6"
 DRAFTER = "/models/kimi-k2.6-dflash"
 

@@ -20,6 +20,8 @@ from ansible.module_utils.specgate.unit_processes import (
 )
 from fake_clock import FakeClock
 
+pytestmark = pytest.mark.host
+
 
 def test_systemctl_show_values_may_contain_equals_signs():
     props = parse_systemctl_show("MainPID=42\nControlGroup=/system.slice/sglang.service\nEnv=A=B\n")

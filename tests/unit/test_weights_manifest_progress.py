@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+import pytest
 from ansible.module_utils.specgate.weights_manifest import (
     build_manifest,
     content_mismatch,
@@ -21,6 +22,8 @@ from ansible.module_utils.specgate.weights_progress import (
     format_duration,
     progress_report,
 )
+
+pytestmark = pytest.mark.host
 
 
 def test_content_mismatch_uses_sha256_for_lfs_and_git_blob_ids_otherwise(tmp_path):

@@ -18,6 +18,8 @@ from ansible.module_utils.specgate.weights_plan import (
 )
 from huggingface_hub.utils import filter_repo_objects
 
+pytestmark = pytest.mark.host
+
 FILES = [
     RemoteFile("config.json", 100),
     RemoteFile("model-00001-of-00002.safetensors", 5000),

@@ -1,0 +1,48 @@
+"""Which unit test modules are host-side tests (scripts/test_host_pythons runs them on Python 3.10 - 3.13): those
+whose `pytestmark` carries `pytest.mark.host`. Read from the source, not by importing, so a controller-only module
+(one needing ansible's controller side, numpy...) is never imported on a host Python.
+
+    python tests/unit/host_set.py    prints their paths, one a line
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+UNIT = Path(__file__).resolve().parent
+
+# Unit test modules that are not host-side tests, and why. Every other tests/unit/test_*.py carries
+# `pytestmark = pytest.mark.host` (alone or in a list); test_host_code.py holds both to that.
+CONTROLLER_ONLY = {
+    "test_debian_mirror": "scripts/debian_mirror.py runs on the controller",
+    "test_install_collections": "scripts/install_collections.py runs on the controller",
+    "test_role_contracts": "reads roles/ YAML",
+    "test_sglang_config_filter": "a filter plugin: controller-side, needs ansible.errors",
+    "test_sglang_release_filters": "a filter plugin: controller-side, needs ansible.errors",
+    "test_sglang_resolve": "its fixtures come from specgate_sim.fixtures (numpy, safetensors, tokenizers)",
+    "test_sglang_service_module_docs": "runs the controller's ansible-doc",
+    "test_shipped_configs": "validates configs/, which the controller renders",
+}
+
+
+def unit_test_modules() -> list[Path]:
+    return sorted(UNIT.glob("test_*.py"))
+
+
+def marks_host(path: Path) -> bool:
+    """True when the module's top-level `pytestmark` is pytest.mark.host or a list/tuple holding it."""
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "pytestmark" for t in node.targets):
+            marks = node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) else [node.value]
+            return any(ast.unparse(mark) == "pytest.mark.host" for mark in marks)
+    return False
+
+
+def host_test_modules() -> list[Path]:
+    return [path for path in unit_test_modules() if marks_host(path)]
+
+
+if __name__ == "__main__":
+    for path in host_test_modules():
+        print(path)

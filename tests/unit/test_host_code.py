@@ -1,0 +1,52 @@
+"""Host-side code (library/, module_utils/) runs on the managed host's own python3: every file compiles and imports
+on the Python running the tests (scripts/test_host_pythons runs this on 3.10 - 3.13), and every unit test module
+says whether it belongs to the host set, so none drops out of that run unnoticed."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+from host_set import CONTROLLER_ONLY, host_test_modules, marks_host, unit_test_modules
+
+pytestmark = pytest.mark.host
+
+ROOT = Path(__file__).resolve().parents[2]
+LIBRARY = sorted((ROOT / "library").glob("*.py"))
+MODULE_UTILS = sorted((ROOT / "module_utils" / "specgate").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", LIBRARY + MODULE_UTILS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_compiles_on_this_python(path):
+    compile(path.read_text(encoding="utf-8"), str(path), "exec", dont_inherit=True)
+
+
+@pytest.mark.parametrize("path", MODULE_UTILS, ids=lambda p: p.name)
+def test_module_utils_import_on_this_python(path):
+    if path.stem != "__init__":
+        importlib.import_module(f"ansible.module_utils.specgate.{path.stem}")
+
+
+@pytest.mark.parametrize("path", LIBRARY, ids=lambda p: p.name)
+def test_modules_import_on_this_python(path):
+    module = importlib.import_module(path.stem)  # tests/conftest.py puts library/ on sys.path
+    assert callable(module.main)
+
+
+def test_every_unit_test_module_is_in_the_host_set_or_says_why_not():
+    tests = unit_test_modules()
+    unmarked = [p.stem for p in tests if not marks_host(p) and p.stem not in CONTROLLER_ONLY]
+    assert not unmarked, f"mark these host (pytestmark = pytest.mark.host) or list them in CONTROLLER_ONLY: {unmarked}"
+    both = [p.stem for p in tests if marks_host(p) and p.stem in CONTROLLER_ONLY]
+    assert not both, f"marked host but listed as controller-only: {both}"
+    gone = set(CONTROLLER_ONLY) - {p.stem for p in tests}
+    assert not gone, f"CONTROLLER_ONLY names test modules that no longer exist: {sorted(gone)}"
+
+
+def test_the_host_set_is_what_pytest_selects_with_the_marker(request):
+    # The marker is what a module declares; the static reading (what scripts/test_host_pythons hands pytest)
+    # must agree with pytest's own view of every collected module.
+    collected = {item.path for item in request.session.items}
+    marked = {item.path for item in request.session.items if item.get_closest_marker("host")}
+    assert marked == {path for path in host_test_modules() if path in collected}

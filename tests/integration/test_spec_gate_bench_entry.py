@@ -3,6 +3,7 @@ baseline, and the speedup gate that reads it back; a speculative release is neve
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import sys
@@ -10,10 +11,10 @@ from pathlib import Path
 
 import ansible_runner
 import pytest
+from specgate_sim import testing
 
 from integration.preflight_runner import PROJECT_ROOT, VENV_BIN, RoleRun
 
-testing = pytest.importorskip("specgate_sim.testing")
 pytestmark = pytest.mark.slow
 
 KEY = "bench-entry-key"
@@ -73,6 +74,9 @@ def run_play(tmp_path: Path, tasks_from: str, sim, release: str, extra: dict) ->
             "port": sim.port,
             "known_good_id": "",
             "api_key_set": True,
+            # The benchmark becomes this user: the one running the tests (no sudo needed to become oneself).
+            "user": getpass.getuser(),
+            "cache_dir": str(tmp_path / "cache"),
         },
         "specgate_sglang_env": {"python": sys.executable, "base_dir": str(base)},
         "spec_gate_reports_dir": str(tmp_path / "reports"),

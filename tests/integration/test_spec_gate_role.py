@@ -4,16 +4,18 @@ role need systemd: molecule/gate covers them."""
 
 from __future__ import annotations
 
+import getpass
 import json
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from specgate_sim import testing
 
 from integration.preflight_runner import RoleRun, run_role
 
-testing = pytest.importorskip("specgate_sim.testing")
 pytestmark = pytest.mark.slow
 
 KEY = "gate-test-key"
@@ -77,6 +79,9 @@ def gate(tmp_path: Path, sim, release: str = "cand", known_good: str = "", check
             "known_good_id": known_good,
             "active_id": release,
             "api_key_set": True,
+            # The benchmark becomes this user: the one running the tests (no sudo needed to become oneself).
+            "user": getpass.getuser(),
+            "cache_dir": str(tmp_path / "cache"),
         },
         "specgate_sglang_env": {"python": sys.executable, "base_dir": str(base)},
         "spec_gate_reports_dir": str(tmp_path / "reports"),
@@ -101,6 +106,7 @@ def test_healthy_candidate_passes_and_its_result_lands_on_host_and_controller(tm
     assert stored["analysis"]["phase"] == "Successful"
     assert {m["name"] for m in stored["analysis"]["metrics"]} == {"accept_length", "correctness"}
     assert len(stored["runs"]) == 2
+    assert stored["runner"] == {"user": getpass.getuser(), "uid": os.geteuid()}
     fetched = tmp_path / "reports" / "localhost" / "cand"
     assert json.loads((fetched / "gate.json").read_text()) == stored
     table = (fetched / "gate.md").read_text()

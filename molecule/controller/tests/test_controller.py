@@ -11,7 +11,7 @@ testinfra_hosts = ["podman://specgate-controller"]
 DROP_IN = "/etc/containers/containers.conf.d/specgate.conf"
 
 
-@pytest.mark.parametrize("package", ["podman", "runc", "debootstrap"])
+@pytest.mark.parametrize("package", ["podman", "runc", "debootstrap", "openssh-client"])
 def test_the_container_runtime_and_image_builder_are_installed(host, package: str) -> None:
     assert host.package(package).is_installed
 

@@ -1,4 +1,9 @@
-"""After deploy.yml: the host serves the gated release, and every stage left its real state behind."""
+"""After deploy.yml: the host serves the gated release, and every stage left its real state behind.
+
+Shared by the scenarios that deploy the demo settings by different paths (default: root over podman; ssh: an
+ordinary user over SSH with sudo), so both are held to the same state. Each names its service port in the
+verifier's environment; the host is inspected as root through podman, whichever path deployed it.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +14,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-testinfra_hosts = ["podman://specgate-default"]
+INSTANCE = f"specgate-{os.environ['MOLECULE_SCENARIO_NAME']}"
+testinfra_hosts = [f"podman://{INSTANCE}"]
 
-PORT = 30100
+PORT = int(os.environ["SPECGATE_VERIFY_SERVICE_PORT"])
 BASE = "/opt/specgate"
 API_KEY = "sk-specgate-demo"
 
@@ -57,7 +63,7 @@ def test_active_release_is_known_good_and_carries_its_passing_gate(host) -> None
 
 
 def test_gate_report_reached_the_controller() -> None:
-    reports = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"]) / "reports" / "specgate-default"
+    reports = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"]) / "reports" / INSTANCE
     tables = list(reports.glob("*/gate.md"))
     assert tables, f"no gate.md under {reports}"
     assert "Acceptance length" in tables[0].read_text()

@@ -4,9 +4,12 @@ stall, or garble its stream, and a stand-in proxy that records every connection 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import http.server
 import json
 import socket
 import threading
+from collections.abc import Iterator
 
 from aiohttp import web
 
@@ -161,3 +164,17 @@ class RecordingProxy:
                     conn.sendall(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
                 except OSError:
                     pass
+
+
+@contextlib.contextmanager
+def serving(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
+    """A threaded HTTP server on an ephemeral loopback port running ``handler``; yields its base URL."""
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+

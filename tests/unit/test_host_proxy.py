@@ -6,13 +6,12 @@ from __future__ import annotations
 import asyncio
 import http.server
 import json
-import threading
 
 import pytest
 from ansible.module_utils.specgate.bench_client import Client
 from ansible.module_utils.specgate.readiness import fetch_server_info, http_get, is_loopback_url, probe_health
 from ansible.module_utils.specgate.sglang_crosscheck import loopback_unproxied
-from loopback_engine import LoopbackEngine, RecordingProxy
+from loopback_engine import LoopbackEngine, RecordingProxy, serving
 
 pytestmark = pytest.mark.host
 
@@ -43,12 +42,8 @@ class _Engine(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def engine():
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Engine)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(_Engine) as url:
+        yield url
 
 
 def test_readiness_checks_of_loopback_go_direct_with_a_proxy_set(proxy, engine):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import http.server
 import json
 import socket
-import threading
 
 import pytest
 from ansible.module_utils.specgate.readiness import (
@@ -19,6 +18,7 @@ from ansible.module_utils.specgate.readiness import (
     wait_ready,
 )
 from fake_clock import FakeClock
+from loopback_engine import serving
 
 pytestmark = pytest.mark.host
 
@@ -133,12 +133,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server():
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(_Handler) as url:
+        yield url
 
 
 def test_probe_reports_status_codes_and_connection_errors(server):

@@ -62,3 +62,12 @@ def test_the_benchmark_and_coding_eval_ran_as_the_service_user(host) -> None:
     sglang = host.user("sglang")
     assert gate["runner"] == {"user": "sglang", "uid": sglang.uid}
     assert sglang.uid != 0
+
+
+def test_bench_yml_over_ssh_benchmarked_the_active_release_as_the_service_user(host) -> None:
+    active = host.file(f"{BASE}/active").linked_to
+    bench = host.file(f"{active}/bench.json")
+    assert bench.is_file, "bench.yml (side_effect.yml) left no bench.json in the active release"
+    result = json.loads(bench.content_string)
+    assert result["runner"]["user"] == "sglang"
+    assert result["runs"], result

@@ -49,26 +49,51 @@ def test_demo_inventory_reaches_its_container_through_podman() -> None:
     assert hostvars["preflight_expect_gpus"] is False
 
 
+def _stages(play: dict) -> list[tuple[str, str]]:
+    """The play's stages in order: (role, entry point) of each import_role task."""
+    return [
+        (t["ansible.builtin.import_role"]["name"], t["ansible.builtin.import_role"].get("tasks_from", "main"))
+        for t in play["tasks"]
+    ]
+
+
 def test_root_deploy_imports_the_playbook_that_runs_the_six_stages_in_order() -> None:
     root = yaml.safe_load((ROOT / "deploy.yml").read_text())
     assert [p.get("ansible.builtin.import_playbook") for p in root] == ["playbooks/deploy.yml"]
-    plays = yaml.safe_load((ROOT / "playbooks" / "deploy.yml").read_text())
-    assert [r["role"] for r in plays[0]["roles"]] == STAGES
-    service = next(r for r in plays[0]["roles"] if r["role"] == "sglang_service")
+    play = yaml.safe_load((ROOT / "playbooks" / "deploy.yml").read_text())[0]
+    assert "roles" not in play, "every stage is an import_role task, in the order tasks run"
+    # The gate's settings are judged right after preflight, before any stage changes the host.
+    assert _stages(play) == [("preflight", "main"), ("spec_gate", "settings"), *((s, "main") for s in STAGES[1:])]
+    service = next(t for t in play["tasks"] if t["ansible.builtin.import_role"]["name"] == "sglang_service")
     assert service["vars"]["sglang_service_promote_on_success"] is False, "the gate, not the service, promotes"
 
 
 def test_sweep_provisions_like_deploy_then_sweeps_with_the_same_preflight_feed() -> None:
     deploy = yaml.safe_load((ROOT / "playbooks" / "deploy.yml").read_text())[0]
     sweep = yaml.safe_load((ROOT / "playbooks" / "sweep.yml").read_text())[0]
-    assert [r["role"] for r in sweep["roles"]] == [*STAGES[:4], "spec_sweep"]
+    assert _stages(sweep) == [*_stages(deploy)[:5], ("spec_sweep", "main")]
     assert sweep["vars_files"] == deploy["vars_files"] == ["vars/preflight_feed.yml"]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("playbook", ["deploy.yml", "playbooks/sweep.yml"])
-def test_deploy_refuses_dflash_with_pipeline_parallelism_before_touching_ct200(tmp_path: Path, playbook: str) -> None:
-    """deploy.yml (and sweep.yml) -l ct200 with a bad inventory value stops in preflight, naming the variable."""
+@pytest.mark.parametrize(
+    ("playbook", "bad", "role", "named"),
+    [
+        ("deploy.yml", {"sglang_service_pp_size": 2}, "preflight", "sglang_service_pp_size"),
+        ("playbooks/sweep.yml", {"sglang_service_pp_size": 2}, "preflight", "sglang_service_pp_size"),
+        # The gate's own settings: judged at the gate, after the switch, these left an ungated candidate serving.
+        ("deploy.yml", {"spec_gate_bench_concurrency": []}, "spec_gate", "spec_gate_bench_concurrency"),
+        ("deploy.yml", {"spec_gate_bench_contexts": [{"name": "tiny", "tokens": 0}]}, "spec_gate",
+         "spec_gate_bench_contexts"),
+        ("playbooks/sweep.yml", {"spec_gate_bench_concurrency": [0]}, "spec_gate", "spec_gate_bench_concurrency"),
+    ],
+    ids=["deploy-pp2", "sweep-pp2", "deploy-no-concurrency", "deploy-zero-token-context", "sweep-zero-concurrency"],
+)
+def test_deploy_refuses_a_bad_setting_before_touching_ct200(
+    tmp_path: Path, playbook: str, bad: dict, role: str, named: str
+) -> None:
+    """deploy.yml (and sweep.yml) -l ct200 with a bad inventory value stops before any stage changes the host,
+    naming the variable: the deployment's in preflight, the gate's in its settings entry right after."""
     smi = fake_nvidia_smi(tmp_path, "ct200_sm120_pcie")
     private = tmp_path / "runner"
     private.mkdir()
@@ -83,7 +108,7 @@ def test_deploy_refuses_dflash_with_pipeline_parallelism_before_touching_ct200(t
             "ansible_python_interpreter": sys.executable,
             "preflight_nvidia_smi": str(smi),
             "preflight_min_free_gib": {"/": 0},
-            "sglang_service_pp_size": 2,
+            **bad,
         },
         envvars={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")},
         quiet=True,
@@ -91,8 +116,8 @@ def test_deploy_refuses_dflash_with_pipeline_parallelism_before_touching_ct200(t
     assert run.status == "failed"
     failures = [e["event_data"] for e in run.events if e["event"] == "runner_on_failed"]
     assert len(failures) == 1
-    assert failures[0]["role"] == "preflight"
-    assert "sglang_service_pp_size" in failures[0]["res"]["msg"]
+    assert failures[0]["role"] == role
+    assert named in failures[0]["res"]["msg"]
     changed = [
         e["event_data"]["task"]
         for e in run.events
@@ -100,3 +125,6 @@ def test_deploy_refuses_dflash_with_pipeline_parallelism_before_touching_ct200(t
     ]
     assert changed == []
     assert run.stats["changed"] == {}
+    # Nothing of a later stage ran: the failure is the last thing the play did on the host.
+    stages_run = {e["event_data"].get("role") for e in run.events if e["event"] == "runner_on_ok"}
+    assert stages_run <= {"preflight", "spec_gate", None}

@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import pwd
+
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.specgate.release_pointers import pointer_target, release_dirs
-from ansible.module_utils.specgate.unit_processes import parse_systemctl_show
+from ansible.module_utils.specgate.port_owners import port_holders
+from ansible.module_utils.specgate.release_pointers import pointer_target, release_dirs, release_port
+from ansible.module_utils.specgate.unit_processes import cgroup_pids, descendants, parse_systemctl_show
 
 DOCUMENTATION = r"""
 ---
@@ -17,6 +20,9 @@ description:
     for everything a reconfigure needs to know before it writes.
   - A missing pointer reads as an empty id (nothing deployed or promoted yet); a pointer that is not a
     symlink into C(<base_dir>/releases) fails the module, because which release serves is then unknown.
+  - With I(port), also lists every process listening on that port and whether it belongs to the unit (one of
+    its PIDs; or, where another user's processes cannot be read, a socket owned by the unit's User=), so a
+    switch can refuse a port a stranger holds before it stops the running server.
   - Read-only; supports check mode.
 version_added: "0.1.0"
 author: specgate
@@ -29,6 +35,9 @@ options:
     description: Unit name, e.g. C(sglang.service).
     type: str
     required: true
+  port:
+    description: TCP port the candidate will listen on; its current holders are returned in RV(port_holders).
+    type: int
 """
 
 EXAMPLES = r"""
@@ -66,7 +75,25 @@ releases:
   type: list
   elements: dict
   sample: [{"path": "/opt/specgate/releases/dflash-bs8-62a1dfa441", "mtime": 1795000000.0}]
+active_port:
+  description: The port the active release was deployed with (its release.json identity); 0 when unknown.
+  returned: always
+  type: int
+port_holders:
+  description: Processes listening on I(port), each with whether it is one of the unit's; empty when it is free.
+  returned: when I(port) is set
+  type: list
+  elements: dict
+  sample: [{"pid": 812, "name": "nginx", "uid": 0, "in_unit": false}]
 """
+
+
+def unit_uid(user: str) -> int | None:
+    """The uid of the unit's User= (None when it runs as root by default or the user does not exist)."""
+    try:
+        return pwd.getpwnam(user).pw_uid if user else None
+    except KeyError:
+        return None
 
 
 def main() -> None:
@@ -74,6 +101,7 @@ def main() -> None:
         argument_spec={
             "base_dir": {"type": "path", "required": True},
             "unit": {"type": "str", "required": True},
+            "port": {"type": "int"},
         },
         supports_check_mode=True,
     )
@@ -83,17 +111,27 @@ def main() -> None:
     except ValueError as exc:
         module.fail_json(msg=str(exc))
     rc, out, err = module.run_command(
-        ["systemctl", "show", module.params["unit"], "-p", "ActiveState", "-p", "MainPID", "-p", "UnitFileState"]
+        ["systemctl", "show", module.params["unit"], "-p", "ActiveState", "-p", "MainPID", "-p", "UnitFileState",
+         "-p", "ControlGroup", "-p", "User"]
     )
     if rc != 0:
         module.fail_json(msg=f"systemctl show {module.params['unit']} failed: {err.strip() or out.strip()}")
     props = parse_systemctl_show(out)
+    main_pid = int(props.get("MainPID") or 0)
+    extra = {}
+    if module.params["port"] is not None:
+        unit_pids = cgroup_pids(props.get("ControlGroup", ""))
+        if main_pid:
+            unit_pids |= {main_pid} | descendants([main_pid])
+        extra["port_holders"] = port_holders(module.params["port"], unit_pids, unit_uid(props.get("User", "")))
     module.exit_json(
         changed=False,
+        active_port=release_port(module.params["base_dir"], active) if active else 0,
+        **extra,
         active_id=active,
         known_good_id=known_good,
         active_state=props.get("ActiveState", ""),
-        main_pid=int(props.get("MainPID") or 0),
+        main_pid=main_pid,
         unit_file_state=props.get("UnitFileState", ""),
         releases=release_dirs(module.params["base_dir"]),
     )

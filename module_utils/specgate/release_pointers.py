@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -37,3 +38,14 @@ def release_dirs(base_dir: str) -> list[dict]:
         for entry in sorted(releases.iterdir())
         if entry.is_dir() and not entry.is_symlink() and not entry.name.startswith(".")
     ]
+
+
+def release_port(base_dir: str, release_id: str) -> int:
+    """The port a release was deployed with, from its release.json identity; 0 when the record does not say
+    (a release written before identities carried the port, or a hand-made directory)."""
+    record = Path(base_dir) / "releases" / release_id / "release.json"
+    try:
+        port = json.loads(record.read_text()).get("identity", {}).get("port")
+    except (OSError, ValueError, AttributeError):
+        return 0
+    return int(port) if isinstance(port, int) or (isinstance(port, str) and port.isdigit()) else 0

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
-from ansible.module_utils.specgate.release_pointers import pointer_target, release_dirs
+from ansible.module_utils.specgate.release_pointers import pointer_target, release_dirs, release_port
 
 pytestmark = pytest.mark.host
 
@@ -50,3 +52,16 @@ def test_release_dirs_lists_releases_but_not_stagings_files_or_links(base):
 
 def test_release_dirs_is_empty_before_the_first_deploy(tmp_path):
     assert release_dirs(str(tmp_path)) == []
+
+
+def test_a_release_names_the_port_it_was_deployed_with(base):
+    record = base / "releases" / "dflash-bs8-0123456789" / "release.json"
+    record.write_text(json.dumps({"id": "dflash-bs8-0123456789", "identity": {"port": 30001, "tp_size": 8}}))
+    assert release_port(str(base), "dflash-bs8-0123456789") == 30001
+
+
+@pytest.mark.parametrize("content", [None, "{not json", json.dumps({"identity": {}}), json.dumps({"identity": []})])
+def test_a_release_that_does_not_say_its_port_reads_as_0(base, content):
+    if content is not None:
+        (base / "releases" / "dflash-bs8-0123456789" / "release.json").write_text(content)
+    assert release_port(str(base), "dflash-bs8-0123456789") == 0

@@ -5,9 +5,11 @@ after every failure, and there must never be two servers."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -121,6 +123,53 @@ def test_a_candidate_that_crashes_on_start_fails_with_the_journal_and_the_previo
     assert release_of(host, "known-good") == serving
     assert server_info(PORT)["speculative_num_draft_tokens"] == 8
     assert not any(secret in run.stdout for secret in SECRETS)
+
+
+def _wait_listening(port: int, timeout: float = 10.0) -> None:
+    """Until something accepts on the port (host networking: the container's loopback is ours)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def test_a_port_a_stranger_holds_fails_the_switch_before_the_running_server_is_stopped(host, serving):
+    stranger_port = PORT + 1
+    host.run(f"systemd-run --unit=specgate-stranger python3 -m http.server {stranger_port} --bind 127.0.0.1")
+    try:
+        _wait_listening(stranger_port)
+        stranger = int(host.check_output("systemctl show specgate-stranger -p MainPID --value"))
+        assert stranger > 0
+        pid = main_pid(host)
+        run = deploy(sglang_service_port=stranger_port)
+        assert run.status == "failed"
+        refused = run.results("Refuse a candidate port another process holds")
+        assert refused, run.stdout[-3000:]
+        assert refused[-1]["evaluated_to"] is False, refused[-1]
+        message = refused[-1]["msg"]
+        assert f"Port {stranger_port} (sglang_service_port) is held by PID {stranger} (python3)" in message
+        assert f"release {serving} keeps serving" in message
+        assert run.results("Stop the running server") == [], "the running server was touched"
+        assert main_pid(host) == pid
+        assert release_of(host, "active") == serving
+        assert server_info(PORT)["speculative_num_draft_tokens"] == 8
+    finally:
+        host.run("systemctl stop specgate-stranger")
+
+
+def test_a_rollback_restores_known_good_on_its_own_port_not_the_failed_candidates(host, serving):
+    # The candidate moves to another port and crashes: known-good comes back where it always served.
+    run = deploy({"SPECGATE_SIM_FAULT_CRASH_DURING_LOAD": "1"}, sglang_service_port=PORT + 2)
+    assert run.status == "failed"
+    assert f"Rolled back: release {serving} is serving again" in run.stdout
+    assert run.results("Fail with the candidate's failure and the failed rollback") == []
+    assert release_of(host, "active") == serving
+    assert server_info(PORT)["speculative_num_draft_tokens"] == 8
 
 
 def test_a_candidate_that_never_becomes_healthy_is_abandoned_at_the_load_timeout(host, serving):

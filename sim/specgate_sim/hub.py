@@ -167,9 +167,11 @@ def _files(state: HubState, base: Path) -> list[FileEntry]:
     return [state.entry(base, f) for f in sorted(base.rglob("*")) if f.is_file()]
 
 
-def _record(state: HubState, request: web.Request, status: int, sent: int = 0) -> None:
-    state.requests.append({"method": request.method, "path": request.path, "status": status, "bytes": sent,
-                           "range": request.headers.get("Range")})
+def _record(state: HubState, request: web.Request, status: int, sent: int = 0) -> dict:
+    record = {"method": request.method, "path": request.path, "status": status, "bytes": sent,
+              "range": request.headers.get("Range")}
+    state.requests.append(record)
+    return record
 
 
 @web.middleware
@@ -297,8 +299,10 @@ async def resolve_file(request: web.Request) -> web.StreamResponse:
         await response.prepare(request)
         return response
     await response.prepare(request)
-    sent = await _stream(state, response, file, rel, (start, length))
-    _record(state, request, response.status, sent)
+    # Recorded before the body, counted before each write: a client that has every byte finds its request
+    # recorded with every byte (recording after the last write raced the client's next look at the stats).
+    record = _record(state, request, response.status)
+    sent = await _stream(state, response, file, rel, (start, length), record=record)
     if sent < length:
         # Closing with bytes owed is what a dropped connection looks like to the client.
         if request.transport is not None:
@@ -308,7 +312,9 @@ async def resolve_file(request: web.Request) -> web.StreamResponse:
     return response
 
 
-async def _stream(state: HubState, response: web.StreamResponse, file: Path, rel: str, span: tuple[int, int]) -> int:
+async def _stream(
+    state: HubState, response: web.StreamResponse, file: Path, rel: str, span: tuple[int, int], *, record: dict
+) -> int:
     start, length = span
     stop = start + length
     cut = state.cut
@@ -324,9 +330,10 @@ async def _stream(state: HubState, response: web.StreamResponse, file: Path, rel
             chunk = handle.read(min(CHUNK, stop - position))
             if not chunk:
                 break
-            await response.write(chunk)
             position += len(chunk)
             sent += len(chunk)
+            record["bytes"] = sent
+            await response.write(chunk)
             if state.throttle_bps:
                 await asyncio.sleep(len(chunk) / state.throttle_bps)
     return sent

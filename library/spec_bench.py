@@ -26,8 +26,10 @@ description:
     server-side (C(/flush_cache) before the cell, C(/server_info) after), and tokens received vs requested.
   - Prompts of the requested token length are generated from a fixed seed and sized against the server's own
     tokenizer; nothing is downloaded.
-  - Runs a coding-correctness eval (generated code executed with asserts in a sandboxed subprocess with a
-    timeout and resource limits) and, optionally, SGLang's own C(sglang.benchmark.serving) on the same cells.
+  - Collects the answers of a coding-correctness eval without running their code; each run's C(eval) is
+    C(pending) until M(spec_code_eval) runs the code in a throwaway systemd unit (which needs root, so the
+    benchmark itself can run as an unprivileged user). Optionally runs SGLang's own C(sglang.benchmark.serving)
+    on the same cells.
   - A request whose exchange breaks (the engine died mid-stream, a reset, a body cut short, a timeout) fails the
     module with the run and cell (prompt set, context, concurrency) and the request's error; no partial result.
   - Requests never go through a proxy set in the host's environment (C(http_proxy)); the server is on loopback.
@@ -104,7 +106,7 @@ options:
     type: int
     default: 1
   eval:
-    description: Run the coding-correctness eval once per run.
+    description: Collect the coding-correctness eval's answers once per run (judged by M(spec_code_eval)).
     type: bool
     default: true
   eval_problems:
@@ -116,10 +118,6 @@ options:
     description: Token limit of an eval answer.
     type: int
     default: 1024
-  eval_timeout_s:
-    description: Wall-clock limit of one sandboxed eval run.
-    type: float
-    default: 10
   crosscheck:
     description: Also run C(python -m sglang.benchmark.serving) on each context x concurrency (first run only).
     type: bool
@@ -151,10 +149,12 @@ RETURN = r"""
 result:
   description:
     - Schema C(specgate.bench/v1) - C(server), C(settings), and C(runs[]) each with C(cells[]), C(sets{}), C(eval).
+    - "Each C(eval) is pending - C(pending) true and C(answers), each with C(name), C(answer) and C(finish_reason) -
+      or null without I(eval)."
   returned: success, not in check mode
   type: dict
 markdown:
-  description: The benchmark as markdown tables.
+  description: The benchmark as markdown tables (without the eval, which is judged later).
   returned: success, not in check mode
   type: str
 """
@@ -184,7 +184,6 @@ ARGUMENT_SPEC = {
     "eval": {"type": "bool", "default": True},
     "eval_problems": {"type": "list", "elements": "str", "default": []},
     "eval_max_tokens": {"type": "int", "default": 1024},
-    "eval_timeout_s": {"type": "float", "default": 10.0},
     "crosscheck": {"type": "bool", "default": False},
     "crosscheck_python": {"type": "str", "default": ""},
     "dest": {"type": "path"},
@@ -224,7 +223,6 @@ def settings_from_params(p: dict) -> BenchSettings:
         eval=p["eval"],
         eval_problems=tuple(p["eval_problems"]),
         eval_max_tokens=p["eval_max_tokens"],
-        eval_timeout_s=p["eval_timeout_s"],
         crosscheck=p["crosscheck"],
         crosscheck_python=p["crosscheck_python"],
     )
@@ -240,7 +238,8 @@ def main() -> None:
         result = asyncio.run(run_benchmark(settings))
     except (BenchError, ValueError) as exc:
         module.fail_json(msg=str(exc))
-    markdown = bench_markdown(result)
+    # The eval is judged by spec_code_eval, which writes the whole markdown again.
+    markdown = bench_markdown({**result, "runs": [{**run, "eval": None} for run in result["runs"]]})
     changed = False
     if module.params["dest"]:
         dest = module.params["dest"]

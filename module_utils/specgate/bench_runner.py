@@ -1,6 +1,9 @@
 """One benchmark invocation: size prompts against the server's tokenizer, warm up, run the matrix of prompt set x
-context length x concurrency (server acceptance flushed before each cell, read after), run the coding eval,
-optionally cross-check cells with SGLang's own benchmark. Returns schema ``specgate.bench/v1`` runs."""
+context length x concurrency (server acceptance flushed before each cell, read after), collect the coding eval's
+answers, optionally cross-check cells with SGLang's own benchmark. Returns schema ``specgate.bench/v1`` runs.
+
+The answers' code is never run here: a run's ``eval`` is pending (``code_eval.pending``) until
+``code_eval.judge_runs`` runs it in a systemd sandbox, which root starts (library/spec_code_eval.py)."""
 
 from __future__ import annotations
 
@@ -53,7 +56,6 @@ class BenchSettings:
     eval: bool = True
     eval_problems: Sequence[str] = ()
     eval_max_tokens: int = 1024
-    eval_timeout_s: float = 10.0
     eval_concurrency: int = 8
     crosscheck: bool = False
     crosscheck_python: str = ""
@@ -177,22 +179,21 @@ def _prompts_for(s: BenchSettings, set_name: str, tokens: int, count: int, *, cp
 
 
 async def run_eval(client: Client, model: str, s: BenchSettings) -> dict:
+    """The eval's answers, pending: generated here, judged (their code run) only in the sandbox."""
     problems = select_problems(list(s.eval_problems) or None)
-    limits = code_eval.Limits(timeout_s=s.eval_timeout_s)
     sem = asyncio.Semaphore(s.eval_concurrency)
 
     async def one(problem: Problem) -> dict:
         async with sem:
             answer, finish = await client.chat(model, problem.prompt, s.eval_max_tokens)
-        # The sandboxed run blocks on a child process: keep it off the event loop.
-        return await asyncio.to_thread(code_eval.judge, problem, answer, finish, limits)
+        return {"name": problem.name, "answer": answer, "finish_reason": finish}
 
     # Every problem ends before an error is raised, so no request outlives the client session.
     results = await asyncio.gather(*(one(p) for p in problems), return_exceptions=True)
     for result in results:
         if isinstance(result, BaseException):
             raise result
-    return code_eval.summarize(results)
+    return code_eval.pending(results)
 
 
 async def _crosscheck(s: BenchSettings, context: str, tokens: int, concurrency: int) -> dict:
@@ -289,7 +290,7 @@ async def run_benchmark(s: BenchSettings) -> dict:
     return {
         "schema": SCHEMA,
         "server": _server_summary(info),
-        # Who ran it: the coding eval executes model-written code, so the gate runs it as the service user.
+        # Who ran it: the gate runs the benchmark as the service user (its answers' code runs in a sandbox).
         "runner": {"user": pwd.getpwuid(os.geteuid()).pw_name, "uid": os.geteuid()},
         "settings": {
             "sets": list(s.sets),

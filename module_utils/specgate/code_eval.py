@@ -1,8 +1,12 @@
-"""Judge generated code: pull it out of a model's answer and run the problem's asserts in a sandboxed subprocess.
+"""Judge generated code: pull it out of a model's answer and run the problem's asserts in a throwaway systemd unit.
 
-Generated code never runs in the caller's process: a child Python in isolated mode, in an empty
-temporary directory, with an empty environment, CPU/memory/file-size/open-file limits and a wall-clock
-timeout that kills its whole process group.
+Model-written code runs only inside a transient unit that ``systemd-run`` starts (which needs the system manager,
+so root launches it): a dynamic user allocated for the unit and released after it, no network and no socket at
+all, the whole file system read-only except the unit's own private /tmp and /var/tmp (removed when it ends), the
+homes and the release directories (where the API key lives) out of sight, other processes hidden, no privilege
+gain, and CPU, memory, task, file-size and wall-clock limits. Before any answer runs, a probe in the same unit
+shape shows that each of these holds on this host; a host where it does not (no systemd, a container without the
+namespaces) fails with the cause named, never falls back to running the code some other way.
 """
 
 from __future__ import annotations
@@ -11,14 +15,16 @@ import json
 import os
 import re
 import secrets
-import signal
+import shutil
+import socket
 import subprocess
-import sys
 import tempfile
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 
-from ansible.module_utils.specgate.coding_problems import Problem
+from ansible.module_utils.specgate.coding_problems import PROBLEMS_BY_NAME, Problem
 
 PASSED = "passed"
 FAILED = "failed"  # an assert did not hold
@@ -88,8 +94,7 @@ def __raises(exc, fn, *args, **kwargs):
 __marker = sys.argv[1]
 __asserts = json.loads(sys.argv[2])
 __ns = {"__raises": __raises, "__name__": "solution"}
-with open("solution.py", encoding="utf-8") as __f:
-    __source = __f.read()
+__source = sys.stdin.read()
 try:
     exec(compile(__source, "solution.py", "exec"), __ns)
 except SyntaxError as __e:
@@ -110,6 +115,58 @@ for __a in __asserts:
 print(__marker + json.dumps({"outcome": "passed", "detail": "%d asserts" % len(__asserts)}))
 """
 
+# Runs in the same unit shape as the answers, before any of them: reports what the unit can do on this host.
+_PROBE = """\
+import errno, json, os, socket, sys
+marker, port, host_tmp, paths = sys.argv[1], int(sys.argv[2]), sys.argv[3], json.loads(sys.argv[4])
+def why(e):
+    return errno.errorcode.get(getattr(e, "errno", None) or 0, type(e).__name__)
+report = {"uid": os.getuid(), "gid": os.getgid(), "cwd": os.getcwd()}
+try:
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    report["socket"] = "opened"
+    try:
+        s.settimeout(2)
+        s.connect(("127.0.0.1", port))
+        report["loopback"] = "connected"
+    except OSError as e:
+        report["loopback"] = why(e)
+    s.close()
+except OSError as e:
+    report["socket"] = report["loopback"] = why(e)
+root_file = "/specgate-sandbox-probe-" + marker.strip("@")
+try:
+    with open(root_file, "x") as f:
+        f.write("x")
+    os.unlink(root_file)
+    report["write_root"] = "written"
+except OSError as e:
+    report["write_root"] = why(e)
+try:
+    with open("probe.txt", "w") as f:
+        f.write("x")
+    report["write_tmp"] = "written"
+except OSError as e:
+    report["write_tmp"] = why(e)
+report["host_tmp_visible"] = os.path.exists(host_tmp)
+report["read"] = {}
+for p in paths:
+    try:
+        if os.path.isdir(p):
+            os.listdir(p)
+        else:
+            with open(p, "rb") as f:
+                f.read(1)
+        report["read"][p] = "read"
+    except OSError as e:
+        report["read"][p] = why(e)
+print(marker + json.dumps(report))
+"""
+
+
+class SandboxError(Exception):
+    """The sandbox cannot be used on this host; no generated code was (or will be) run."""
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -117,61 +174,240 @@ class Limits:
     memory_bytes: int = 1024 * 1024 * 1024
     file_bytes: int = 4 * 1024 * 1024
     open_files: int = 64
+    tasks: int = 16
 
 
-def _limiter(limits: Limits) -> Callable[[], None]:
-    def apply() -> None:
-        import resource
+# What the unit may do, each with the reason. Every property here worked under systemd 252 (Debian 12) and 257
+# (Debian 13); the probe checks the ones a host can silently drop (systemd "proceeds without" a network namespace
+# it cannot create, for example, which is why sockets are refused by a system call filter as well).
+ISOLATION: tuple[tuple[str, str], ...] = (
+    ("DynamicUser=yes", "a throwaway user made for the unit and released after it: not root, not the service user"),
+    ("PrivateNetwork=yes", "its own network namespace: the host's loopback (the server, its API) is out of reach"),
+    ("SystemCallFilter=~@network-io", "no socket of any family, even where the namespace cannot be had"),
+    ("SystemCallErrorNumber=EPERM", "a refused system call fails with EPERM instead of killing the process"),
+    ("ProtectSystem=strict", "the whole file system read-only"),
+    ("ProtectHome=yes", "/home, /root and /run/user out of sight"),
+    ("PrivateTmp=yes", "its own /tmp and /var/tmp, the only writable places, removed when it ends"),
+    ("InaccessiblePaths=-/dev/shm", "the host-wide writable tmpfs PrivateTmp leaves"),
+    ("PrivateDevices=yes", "no device nodes beyond null, zero, random and the like"),
+    ("PrivateIPC=yes", "its own System V IPC and POSIX message queues"),
+    ("NoNewPrivileges=yes", "no privilege gain through setuid binaries or file capabilities"),
+    ("CapabilityBoundingSet=", "no capabilities at all"),
+    ("RestrictNamespaces=yes", "no namespaces of its own"),
+    ("RestrictSUIDSGID=yes", "no setuid/setgid files"),
+    ("LockPersonality=yes", "no execution domain changes"),
+    ("ProtectProc=invisible", "other processes (the server's command line) hidden"),
+    ("ProcSubset=pid", "no /proc system files"),
+    ("ProtectKernelTunables=yes", "no /proc/sys or /sys writes"),
+    ("ProtectKernelModules=yes", "no module loading"),
+    ("ProtectKernelLogs=yes", "no kernel log"),
+    ("ProtectControlGroups=yes", "cgroups read-only"),
+    ("ProtectClock=yes", "no clock changes"),
+    ("ProtectHostname=yes", "no host name changes"),
+    ("UMask=0077", "what it writes is its own"),
+)
 
-        cpu = int(limits.timeout_s) + 1
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
-        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
-        resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
-    return apply
+def resource_properties(limits: Limits) -> list[str]:
+    """The unit's limits: wall clock and CPU time, memory (cgroup and address space: a container may not enforce
+    the cgroup one), tasks (a fork bomb stops at the limit), file size (a print loop stops at it), files, no core."""
+    cpu = int(limits.timeout_s) + 1
+    return [
+        f"RuntimeMaxSec={limits.timeout_s:g}",
+        f"LimitCPU={cpu}",
+        f"MemoryMax={limits.memory_bytes}",
+        "MemorySwapMax=0",
+        f"LimitAS={limits.memory_bytes}",
+        f"TasksMax={limits.tasks}",
+        f"LimitFSIZE={limits.file_bytes}",
+        f"LimitNOFILE={limits.open_files}",
+        "LimitCORE=0",
+    ]
 
 
-def run_asserts(code: str, asserts: Sequence[str], limits: Limits, python: str = sys.executable) -> tuple[str, str]:
-    """Run ``code`` then each assert in a sandboxed child; (outcome, detail)."""
-    marker = f"@@specgate-{secrets.token_hex(8)}@@"
-    with tempfile.TemporaryDirectory(prefix="specgate-eval-") as work:
-        with open(os.path.join(work, "solution.py"), "w", encoding="utf-8") as f:
-            f.write(code)
-        with open(os.path.join(work, "harness.py"), "w", encoding="utf-8") as f:
-            f.write(_HARNESS)
-        out_path = os.path.join(work, "out.txt")
-        # Output goes to a file, not a pipe, so the file-size limit caps a runaway print loop.
-        with open(out_path, "w+b") as out:
-            proc = subprocess.Popen(
-                [python, "-I", "-S", "harness.py", marker, json.dumps(list(asserts))],
-                cwd=work,
-                env={"PATH": "/usr/bin:/bin", "PYTHONHASHSEED": "0"},
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                preexec_fn=_limiter(limits),  # noqa: PLW1509 - rlimits must be set in the child before exec
-                start_new_session=True,
-            )
+@dataclass(frozen=True)
+class Sandbox:
+    """How generated code is run: ``python`` (readable by any user, e.g. the serving venv's) inside a transient
+    unit started by ``systemd_run``; ``inaccessible`` paths (the release directories, which hold the API key)
+    are hidden from it on top of their modes."""
+
+    python: str
+    limits: Limits = field(default_factory=Limits)
+    inaccessible: tuple[str, ...] = ()
+    systemd_run: str = "systemd-run"
+
+    def properties(self) -> list[str]:
+        return (
+            [prop for prop, _why in ISOLATION]
+            + resource_properties(self.limits)
+            + [f"InaccessiblePaths=-{path}" for path in self.inaccessible]
+        )
+
+
+def unit_name() -> str:
+    return f"specgate-eval-{secrets.token_hex(6)}"
+
+
+def sandbox_argv(sandbox: Sandbox, unit: str, args: Sequence[str]) -> list[str]:
+    """``systemd-run`` running ``python -I -S <args>`` in the sandbox; the caller's stdin, stdout and stderr are
+    the unit's (``--pipe``), ``--wait`` returns its exit status, ``--collect`` leaves no failed unit behind."""
+    if not os.path.isabs(sandbox.python):
+        raise SandboxError(f"the sandbox's Python must be an absolute path, got {sandbox.python!r}")
+    return [
+        sandbox.systemd_run,
+        "--quiet",
+        "--wait",
+        "--pipe",
+        "--collect",
+        f"--unit={unit}",
+        "--description=specgate coding eval: model-written code",
+        "--working-directory=/tmp",
+        "--setenv=PYTHONHASHSEED=0",
+        *(f"--property={prop}" for prop in sandbox.properties()),
+        "--",
+        sandbox.python,
+        "-I",
+        "-S",
+        *args,
+    ]
+
+
+# Exit statuses systemd gives a process it could not start as configured (systemd.exec(5)).
+_EXEC_FAILURES = {200: "CHDIR", 203: "EXEC", 217: "USER", 218: "CAPABILITIES", 226: "NAMESPACE", 228: "SECCOMP"}
+_NO_MANAGER = ("Failed to connect to bus", "System has not been booted with systemd", "Failed to create bus")
+
+
+def launch_failure(returncode: int, output: str) -> str | None:
+    """Why systemd-run could not run the command in the sandbox, or None when the command itself ran."""
+    lines = [line for line in output.splitlines() if line.strip()]
+    if any(sign in line for line in lines for sign in _NO_MANAGER):
+        return (
+            "systemd-run cannot reach the system manager (is systemd PID 1 here, and does root run this?): "
+            + "; ".join(lines[-2:])
+        )
+    started = [line for line in lines if line.startswith("Failed to start transient")]
+    if started:
+        return f"systemd refused the sandbox unit: {started[-1]}"
+    if returncode in _EXEC_FAILURES:
+        name = _EXEC_FAILURES[returncode]
+        hint = (
+            " (in a container, systemd needs CAP_SYS_ADMIN to set up a unit's namespaces)" if returncode == 226 else ""
+        )
+        return f"systemd could not start the sandboxed process: exit status {returncode}/{name}{hint}"
+    return None
+
+
+@dataclass(frozen=True)
+class Ran:
+    returncode: int
+    output: str
+    elapsed_s: float
+    killed: bool  # our own deadline passed and we stopped the unit
+
+
+def _run_in_sandbox(sandbox: Sandbox, args: Sequence[str], stdin_text: str, grace_s: float = 10.0) -> Ran:
+    unit = unit_name()
+    argv = sandbox_argv(sandbox, unit, args)
+    with tempfile.TemporaryDirectory(prefix="specgate-eval-") as work:  # the launcher's side, never the unit's
+        src = os.path.join(work, "stdin")
+        with open(src, "w", encoding="utf-8") as f:
+            f.write(stdin_text)
+        # Output goes to a file, not a pipe: the unit's file-size limit caps a runaway print loop.
+        with open(src, "rb") as stdin, open(os.path.join(work, "out"), "w+b") as out:
+            started = time.monotonic()
             try:
-                proc.wait(timeout=limits.timeout_s)
+                proc = subprocess.Popen(argv, stdin=stdin, stdout=out, stderr=out, start_new_session=True)
+            except OSError as exc:
+                raise SandboxError(f"cannot run {sandbox.systemd_run}: {exc}") from exc
+            killed = False
+            try:
+                proc.wait(timeout=sandbox.limits.timeout_s + grace_s)
             except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+                killed = True
+                systemctl = shutil.which("systemctl")
+                if systemctl:
+                    subprocess.run([systemctl, "stop", f"{unit}.service"], capture_output=True, timeout=30, check=False)
+                os.killpg(proc.pid, 9)
                 proc.wait()
-                return TIMEOUT, f"killed after {limits.timeout_s:g} s"
+            elapsed = time.monotonic() - started
             out.seek(0)
             output = out.read().decode("utf-8", errors="replace")
+    return Ran(proc.returncode, output, elapsed, killed)
+
+
+def _verdict(output: str, marker: str) -> dict | None:
     for line in reversed(output.splitlines()):
         if line.startswith(marker):
-            result = json.loads(line[len(marker) :])
-            return result["outcome"], result["detail"][:500]
-    if proc.returncode < 0:
-        return ERROR, f"killed by signal {-proc.returncode} (resource limit)"
-    return ERROR, f"exited {proc.returncode} without a verdict: {output[-300:]}"
+            return json.loads(line[len(marker) :])
+    return None
 
 
-def judge(problem: Problem, answer: str, finish_reason: str | None, limits: Limits) -> dict:
+def run_asserts(code: str, asserts: Sequence[str], sandbox: Sandbox) -> tuple[str, str]:
+    """Run ``code`` then each assert in the sandbox; (outcome, detail). Raises SandboxError when systemd could not
+    run it at all (the answer's verdict would be the host's fault, not the model's)."""
+    marker = f"@@specgate-{secrets.token_hex(8)}@@"
+    ran = _run_in_sandbox(sandbox, ["-c", _HARNESS, marker, json.dumps(list(asserts))], code)
+    result = _verdict(ran.output, marker)
+    if result is not None:
+        return result["outcome"], result["detail"][:500]
+    failure = launch_failure(ran.returncode, ran.output)
+    if failure:
+        raise SandboxError(failure)
+    if ran.killed or ran.elapsed_s >= sandbox.limits.timeout_s:
+        return TIMEOUT, f"killed after {sandbox.limits.timeout_s:g} s"
+    return ERROR, f"exited {ran.returncode} without a verdict (a resource limit?): {ran.output[-300:]}"
+
+
+def probe_problems(report: dict, inaccessible: Sequence[str]) -> list[str]:
+    """What the probe could do that generated code must not (or could not do that honest code needs)."""
+    problems = []
+    if report.get("uid") == 0 or report.get("gid") == 0:
+        problems.append(f"it ran as root (uid {report.get('uid')}, gid {report.get('gid')})")
+    if report.get("socket") == "opened":
+        problems.append("it could open a socket")
+    if report.get("loopback") == "connected":
+        problems.append("it reached a listener on the host's loopback")
+    if report.get("write_root") == "written":
+        problems.append("it could write to /")
+    if report.get("host_tmp_visible"):
+        problems.append("it saw the host's /tmp (no private /tmp)")
+    for path in inaccessible:
+        if report.get("read", {}).get(path) == "read":
+            problems.append(f"it could read {path}")
+    if report.get("write_tmp") != "written":
+        problems.append(f"it could not write its own temp dir ({report.get('write_tmp')}): honest code would fail")
+    return problems
+
+
+def check_sandbox(sandbox: Sandbox) -> dict:
+    """Prove the sandbox holds on this host before any generated code runs in it; SandboxError names the cause."""
+    found = shutil.which(sandbox.systemd_run)
+    if not found:
+        raise SandboxError(
+            f"{sandbox.systemd_run} is not installed here: the coding eval runs model-written code only in a "
+            "systemd sandbox (systemd is a precondition); set spec_gate_bench_eval: false to benchmark without it"
+        )
+    marker = f"@@specgate-probe-{secrets.token_hex(8)}@@"
+    with tempfile.NamedTemporaryFile(prefix="specgate-probe-", dir="/tmp") as host_tmp, socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        port = listener.getsockname()[1]
+        args = ["-c", _PROBE, marker, str(port), host_tmp.name, json.dumps(list(sandbox.inaccessible))]
+        ran = _run_in_sandbox(sandbox, args, "")
+    report = _verdict(ran.output, marker)
+    if report is None:
+        why = launch_failure(ran.returncode, ran.output) or f"exit status {ran.returncode}: {ran.output[-300:]}"
+        raise SandboxError(f"the coding eval's sandbox does not work on this host: {why}")
+    problems = probe_problems(report, sandbox.inaccessible)
+    if problems:
+        raise SandboxError(
+            "the coding eval's sandbox does not hold on this host, so no model-written code was run: "
+            + "; ".join(problems)
+        )
+    return report
+
+
+def judge(problem: Problem, answer: str, finish_reason: str | None, sandbox: Sandbox) -> dict:
     """Outcome of one answer. A truncated answer whose code does not compile counts as ``truncated`` so a
     too-small token limit is told apart from a wrong model."""
     extracted = extract_code(answer, problem.name)
@@ -179,7 +415,7 @@ def judge(problem: Problem, answer: str, finish_reason: str | None, limits: Limi
     if extracted.code is None:
         outcome = TRUNCATED if cut_off else NO_CODE
         return {"name": problem.name, "outcome": outcome, "detail": "no code defining the function in the answer"}
-    outcome, detail = run_asserts(extracted.code, problem.asserts, limits)
+    outcome, detail = run_asserts(extracted.code, problem.asserts, sandbox)
     if outcome in (SYNTAX_ERROR, NO_CODE) and (cut_off or not extracted.closed):
         outcome = TRUNCATED
         detail = f"answer cut off before the code was complete ({detail})"
@@ -198,3 +434,37 @@ def summarize(results: Sequence[dict]) -> dict:
         "outcomes": outcomes,
         "results": list(results),
     }
+
+
+def pending(answers: Sequence[dict]) -> dict:
+    """A run's eval before judging: the answers as generated (``name``, ``answer``, ``finish_reason``). The
+    benchmark collects them; only ``judge_runs`` runs their code."""
+    return {"pending": True, "answers": [dict(a) for a in answers]}
+
+
+def is_pending(ev: object) -> bool:
+    return isinstance(ev, dict) and bool(ev.get("pending"))
+
+
+def judge_runs(bench: dict, sandbox: Sandbox, concurrency: int = 4) -> tuple[dict, dict | None]:
+    """``bench`` (schema specgate.bench/v1) with every pending eval judged in the sandbox, and the probe's
+    report (None when no run had an eval, so nothing was run). The sandbox is checked first."""
+    runs = [run for run in bench.get("runs", []) if is_pending(run.get("eval"))]
+    if not runs:
+        return bench, None
+    report = check_sandbox(sandbox)
+    judged = []
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        for run in bench["runs"]:
+            ev = run.get("eval")
+            if not is_pending(ev):
+                judged.append(run)
+                continue
+            jobs = []
+            for a in ev["answers"]:
+                if a["name"] not in PROBLEMS_BY_NAME:
+                    raise ValueError(f"the benchmark answered an unknown eval problem {a['name']!r}")
+                problem = PROBLEMS_BY_NAME[a["name"]]
+                jobs.append(pool.submit(judge, problem, a["answer"], a.get("finish_reason"), sandbox))
+            judged.append({**run, "eval": summarize([job.result() for job in jobs])})
+    return {**bench, "runs": judged}, report

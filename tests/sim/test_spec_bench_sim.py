@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from ansible.module_utils.specgate import code_eval
 from ansible.module_utils.specgate.bench_client import BenchError
 from ansible.module_utils.specgate.bench_runner import BenchSettings, run_benchmark
 from specgate_sim import testing
 
 KEY = "test-key-7f3a"
+# The eval's code runs in the sandbox; systemd-run's stand-in on this machine (tests/sandbox_double).
+SANDBOX = code_eval.Sandbox(
+    python=sys.executable, systemd_run=str(Path(__file__).resolve().parents[1] / "sandbox_double" / "systemd-run")
+)
 
 
 @pytest.fixture(scope="module")
@@ -102,14 +108,22 @@ def test_latencies_are_measured_per_cell(result):
         assert cell["output_tok_s"] > 0
 
 
-def test_coding_eval_passes_every_problem_on_a_healthy_server(result):
+def test_the_benchmark_only_collects_the_evals_answers(result):
     ev = result["runs"][0]["eval"]
+    assert code_eval.is_pending(ev)
+    assert len(ev["answers"]) == 24
+    assert all(set(a) == {"name", "answer", "finish_reason"} for a in ev["answers"])
+
+
+def test_coding_eval_passes_every_problem_on_a_healthy_server(result):
+    judged, _probe = code_eval.judge_runs(result, SANDBOX)
+    ev = judged["runs"][0]["eval"]
     assert (ev["passed"], ev["problems"]) == (24, 24), ev["outcomes"]
 
 
 def test_degraded_server_shows_lower_acceptance_and_failing_code(degraded_sim, result):
     degraded = asyncio.run(run_benchmark(settings(degraded_sim.port, sets=("code",), concurrency=(4,))))
-    run = degraded["runs"][0]
+    run = code_eval.judge_runs(degraded, SANDBOX)[0]["runs"][0]
     assert run["sets"]["code"]["accept_length_request"] < result["runs"][0]["sets"]["code"]["accept_length_request"] - 1
     assert run["eval"]["passed"] == 18
     assert run["eval"]["outcomes"]["failed"] + run["eval"]["outcomes"].get("error", 0) == 6

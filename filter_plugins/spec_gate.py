@@ -54,7 +54,74 @@ def spec_gate_bench_refusal(settings: dict[str, Any]) -> str:
     return ""
 
 
+def _positive(value: Any) -> int | None:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        return None
+    return number if number > 0 and not isinstance(value, bool) else None
+
+
+def spec_gate_accept_ceiling(deployment: dict[str, Any]) -> dict[str, Any]:
+    """`{{ {algorithm, block_size, num_draft_tokens, num_steps, ddtree_budget} | spec_gate_accept_ceiling }}` →
+    ``{ceiling, why}``: the highest acceptance length a speculative deployment can ever report, or ceiling null
+    when the deployment does not say (SGLang then takes the drafter's own block size, known after the weights).
+
+    A verify step commits at most the drafted depth + 1 (the bonus token): block size for DFLASH (block - 1
+    drafted), min(block - 1, budget) + 1 for DDTREE, num_steps + 1 (at most num_draft_tokens) for EAGLE3/NEXTN.
+    Per-request acceptance is completion_tokens / verify steps, and the first token comes from prefill, not a
+    verify step, so a short request may report up to 1 more: the ceiling is that width + 1 (issue 12: "above the
+    block size + 1").
+    """
+    algorithm = str(deployment.get("algorithm") or "none").upper()
+    block = _positive(deployment.get("block_size")) or (
+        _positive(deployment.get("num_draft_tokens")) if algorithm in ("DFLASH", "DDTREE") else None
+    )
+    if algorithm == "DFLASH" and block:
+        width, why = block, f"sglang_service_block_size (or num_draft_tokens) {block}"
+    elif algorithm == "DDTREE" and (block or _positive(deployment.get("ddtree_budget"))):
+        depths = [d for d in (block - 1 if block else None, _positive(deployment.get("ddtree_budget"))) if d]
+        width = min(depths) + 1
+        why = f"sglang_service_block_size {block} and sglang_service_ddtree_budget {deployment.get('ddtree_budget')}"
+    elif algorithm in ("EAGLE3", "NEXTN", "EAGLE") and (
+        _positive(deployment.get("num_steps")) or _positive(deployment.get("num_draft_tokens"))
+    ):
+        widths = [
+            w
+            for w in (
+                _positive(deployment.get("num_steps")) and _positive(deployment.get("num_steps")) + 1,
+                _positive(deployment.get("num_draft_tokens")),
+            )
+            if w
+        ]
+        width = min(widths)
+        why = (
+            f"sglang_service_num_steps {deployment.get('num_steps')} and sglang_service_num_draft_tokens "
+            f"{deployment.get('num_draft_tokens')}"
+        )
+    else:
+        return {"ceiling": None, "why": ""}
+    return {
+        "ceiling": width + 1,
+        "why": (
+            f"{algorithm} with {why} commits at most {width} tokens per verify step (bonus included), and a request's "
+            f"acceptance length counts at most 1 more (its first token comes from prefill)"
+        ),
+    }
+
+
+def spec_gate_pointer_id(stat: dict[str, Any]) -> str:
+    """A release pointer's stat (`ansible.builtin.stat`) → the release id it names; '' when it is no symlink."""
+    if not stat or not stat.get("islnk"):
+        return ""
+    return Path(str(stat.get("lnk_target") or stat.get("lnk_source") or "")).name
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
-        return {"spec_gate_bench_refusal": spec_gate_bench_refusal}
+        return {
+            "spec_gate_bench_refusal": spec_gate_bench_refusal,
+            "spec_gate_accept_ceiling": spec_gate_accept_ceiling,
+            "spec_gate_pointer_id": spec_gate_pointer_id,
+        }
 

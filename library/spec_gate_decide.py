@@ -15,6 +15,8 @@ from ansible.module_utils.specgate.gate_decision import (
 )
 from ansible.module_utils.specgate.gate_metrics import ACCEPT_SOURCES, CELL_METRICS, Cell, Thresholds, build_conditions
 
+REFERENCE_SOURCES = ("measured_now", "stored")
+
 DOCUMENTATION = r"""
 ---
 module: spec_gate_decide
@@ -40,14 +42,31 @@ options:
     type: str
     required: true
   known_good_release:
-    description: Id of the known-good release, restored on failure; empty when none exists.
+    description:
+      - Id of the known-good release, restored on failure; empty when none exists.
+      - Equal to I(release) when the known-good release itself is re-gated; a failure then restores nothing.
     type: str
     default: ""
   known_good_runs:
-    description: Benchmark runs stored with the known-good release's gate result, for I(max_regression).
+    description:
+      - Runs of the known-good release on I(regression_cell), the reference for I(max_regression).
+      - The candidate and these runs are two samples; the ratio of their means is judged through an interval
+        from both samples' noise.
     type: list
     elements: dict
     default: []
+  known_good_source:
+    description:
+      - Where I(known_good_runs) come from, said in the gate result.
+      - C(measured_now) - the known-good release benchmarked in this deploy right before the switch, under the
+        candidate's conditions; C(stored) - the runs stored with its own gate result (another time, other load).
+    type: str
+    choices: [measured_now, stored]
+    default: stored
+  known_good_measured_at:
+    description: When I(known_good_runs) were measured (ISO 8601), for the gate result.
+    type: str
+    default: ""
   baseline_runs:
     description: Benchmark runs of a no-speculation release of the same host and target, for I(min_speedup).
     type: list
@@ -95,7 +114,11 @@ options:
     type: float
     default: 0.95
   max_runs:
-    description: Most runs the gate may take before an inconclusive analysis is final.
+    description:
+      - Most runs the gate may take before an inconclusive analysis is final.
+      - Once I(runs) reach it, a regression still inconclusive (its interval straddles C(1 - max_regression))
+        whose interval holds 1 (no change) is Successful - no slowdown beyond the measured noise; wholly below 1,
+        and for every other metric, the analysis stays Inconclusive and I(inconclusive_policy) decides.
     type: int
     default: 5
   inconclusive_policy:
@@ -153,6 +176,8 @@ ARGUMENT_SPEC = {
     "release": {"type": "str", "required": True},
     "known_good_release": {"type": "str", "default": ""},
     "known_good_runs": {"type": "list", "elements": "dict", "default": []},
+    "known_good_source": {"type": "str", "choices": list(REFERENCE_SOURCES), "default": "stored"},
+    "known_good_measured_at": {"type": "str", "default": ""},
     "baseline_runs": {"type": "list", "elements": "dict", "default": []},
     "min_accept_length": {"type": "float"},
     "accept_length_set": {"type": "str", "default": "code"},
@@ -187,14 +212,45 @@ def thresholds_from_params(p: dict) -> Thresholds:
     )
 
 
+NOT_THRESHOLDS = ("runs", "known_good_runs", "baseline_runs", "known_good_source", "known_good_measured_at")
+
+
+def regression_reference(p: dict) -> dict | None:
+    """What the regression metric was compared with, for the gate result and its table."""
+    if p["max_regression"] is None or not p["known_good_runs"]:
+        return None
+    release = p["known_good_release"] or "known-good"
+    now = p["known_good_source"] == "measured_now"
+    label = f"known-good {release} measured now" if now else f"known-good {release}'s stored gate runs"
+    note = (
+        "measured in this deploy right before the switch, on the same host under the candidate's conditions"
+        if now
+        else "no same-run measurement (the known-good release was not serving before the switch): the runs stored "
+        "with its gate result, measured at another time under other load"
+    )
+    return {
+        "source": p["known_good_source"],
+        "release": p["known_good_release"] or None,
+        "measured_at": p["known_good_measured_at"] or None,
+        "label": label,
+        "note": note,
+        "runs": p["known_good_runs"],
+    }
+
+
 def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
+    reference = regression_reference(p)
     try:
         conditions, skipped = build_conditions(
-            p["runs"], thresholds_from_params(p), p["baseline_runs"] or None, p["known_good_runs"] or None
+            p["runs"],
+            thresholds_from_params(p),
+            p["baseline_runs"] or None,
+            p["known_good_runs"] or None,
+            reference["label"] if reference else "known-good runs",
         )
-        analysis = analyze(conditions, p["confidence"], skipped)
+        analysis = analyze(conditions, p["confidence"], skipped, final=len(p["runs"]) >= p["max_runs"])
         action = action_for(analysis.phase, p["inconclusive_policy"])
     except ValueError as exc:
         module.fail_json(msg=str(exc))
@@ -207,9 +263,11 @@ def main() -> None:
         "analysis": analysis.as_dict(),
         "action": action,
         "message": message,
-        "thresholds": {k: v for k, v in p.items() if k not in ("runs", "known_good_runs", "baseline_runs")},
+        "thresholds": {k: v for k, v in p.items() if k not in NOT_THRESHOLDS},
         "runs": p["runs"],
     }
+    if reference:
+        gate["regression_reference"] = reference
     module.exit_json(
         changed=False,
         phase=analysis.phase,

@@ -93,12 +93,21 @@ def gate_markdown(gate: Mapping) -> str:
         iv = m["interval"]
         ci = f"{_num(iv['low'], 3)} to {_num(iv['high'], 3)}" if iv["low"] is not None else "unbounded (1 run)"
         values = ", ".join(f"{v:.3g}" for v in m["measurements"])
+        if m.get("reference_measurements"):
+            values += " vs " + ", ".join(f"{v:.3g}" for v in m["reference_measurements"]) + f" ({m['reference']})"
         lines.append(
             f"| {m['description']} | {m['success_condition']} ({m['variable']}) | {values} "
             f"| {_num(iv['mean'], 3)} | {ci} | {m['phase']} |"
         )
     for s in analysis.get("skipped") or []:
         lines.append(f"| {s['name']} | ({s['variable']}) | — | — | — | skipped: {s['reason']} |")
+    reference = gate.get("regression_reference")
+    if reference:
+        when = f", {reference['measured_at']}" if reference.get("measured_at") else ""
+        lines += [
+            "",
+            f"Regression reference: {reference['label']} ({len(reference['runs'])} run(s){when}): {reference['note']}.",
+        ]
     if gate.get("message"):
         lines += ["", gate["message"]]
     return "\n".join(lines) + "\n"

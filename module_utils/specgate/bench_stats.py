@@ -142,3 +142,33 @@ def mean_interval(values: Sequence[float], confidence: float = 0.95) -> Interval
     var = sum((v - mean) ** 2 for v in values) / (n - 1)
     half = student_t_quantile(0.5 + confidence / 2.0, n - 1) * math.sqrt(var / n)
     return Interval(mean, mean - half, mean + half, n, confidence)
+
+
+def ratio_interval(values: Sequence[float], reference: Sequence[float], confidence: float = 0.95) -> Interval:
+    """Confidence interval of the ratio of ``values`` to ``reference`` (two samples), from both samples' noise.
+
+    Two-sample Student t on the logs (the ratio of geometric means; speeds vary by a factor, not by an amount),
+    with the variance pooled over both samples: measured under the same conditions they share one noise, and
+    pooling gives n + m - 2 degrees of freedom where a sample of two runs alone would give one. A reference
+    measured with noise so widens the interval instead of passing for an exact number. ``n`` is the number of
+    ``values``. With one run on each side nothing is known about the noise: the interval is unbounded, unless
+    both samples are constant (deterministic metrics), which gives a point.
+    """
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be within (0, 1), got {confidence}")
+    if not values or not reference:
+        raise ValueError("a ratio interval needs at least one measurement on each side")
+    if min(values) <= 0 or min(reference) <= 0:
+        raise ValueError("a ratio interval needs positive measurements")
+    n, m = len(values), len(reference)
+    logs_v, logs_r = [math.log(v) for v in values], [math.log(r) for r in reference]
+    mean_v, mean_r = sum(logs_v) / n, sum(logs_r) / m
+    ratio = math.exp(mean_v - mean_r)
+    df = n + m - 2
+    if df == 0:
+        return Interval(ratio, -math.inf, math.inf, n, confidence)
+    if min(values) == max(values) and min(reference) == max(reference):
+        return Interval(ratio, ratio, ratio, n, confidence)
+    pooled = (sum((x - mean_v) ** 2 for x in logs_v) + sum((y - mean_r) ** 2 for y in logs_r)) / df
+    half = student_t_quantile(0.5 + confidence / 2.0, df) * math.sqrt(pooled * (1.0 / n + 1.0 / m))
+    return Interval(ratio, ratio * math.exp(-half), ratio * math.exp(half), n, confidence)

@@ -6,6 +6,15 @@ more single measurements failed than the failure limit allows), and *Inconclusiv
 still straddles the threshold. The analysis is Failed if any metric failed, else Inconclusive if any is,
 else Successful. Re-runs are asked for while the analysis is Inconclusive and runs remain; what an
 Inconclusive end means is a policy.
+
+A metric relative to a reference (the candidate's speed over known-good's) is judged through the interval of
+the ratio of the two samples' means, so the reference's own noise counts: a regression is reported only when
+the whole interval lies below the threshold, i.e. when it exceeds the measured noise. Such a metric
+(``fail_only_beyond_noise``) that is still Inconclusive once the runs are spent resolves to Successful when its
+interval holds 1 (the data are consistent with no change at all: an identical release lands there 95 % of the
+time, whichever side of the threshold its mean fell on); an interval wholly below 1 but not wholly below the
+threshold (slower than known-good for sure, by more than allowed or not) stays Inconclusive and the
+inconclusive policy decides.
 """
 
 from __future__ import annotations
@@ -14,7 +23,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ansible.module_utils.specgate.bench_stats import Interval, mean_interval
+from ansible.module_utils.specgate.bench_stats import Interval, mean_interval, ratio_interval
 
 SUCCESSFUL = "Successful"
 FAILED = "Failed"
@@ -40,6 +49,13 @@ class Condition:
     variable: str
     higher_is_better: bool = True
     failure_limit: int | None = None
+    # Set: the metric is mean(values) / mean(reference), its interval from both samples' noise, and single
+    # runs are not counted against a failure limit (one slow run is noise).
+    reference: tuple[float, ...] = ()
+    reference_label: str = ""
+    # Inconclusive when the runs are spent resolves to Successful while the ratio's interval holds 1 (no change
+    # is as likely as the miss); wholly below 1 it stays Inconclusive (the policy decides).
+    fail_only_beyond_noise: bool = False
 
     def satisfied_by(self, value: float) -> bool:
         return value >= self.threshold if self.higher_is_better else value <= self.threshold
@@ -55,6 +71,9 @@ class MetricResult:
 
     def as_dict(self) -> dict:
         c = self.condition
+        extra = (
+            {"reference_measurements": list(c.reference), "reference": c.reference_label} if c.reference else {}
+        )
         return {
             "name": c.name,
             "description": c.description,
@@ -68,6 +87,7 @@ class MetricResult:
             "interval": _finite(self.interval.as_dict()),
             "phase": self.phase,
             "reason": self.reason,
+            **extra,
         }
 
 
@@ -99,33 +119,49 @@ def _fmt(value: float) -> str:
     return "unbounded" if math.isinf(value) else f"{value:.3g}"
 
 
-def evaluate_metric(condition: Condition, confidence: float) -> MetricResult:
-    """Phase of one gated metric from its per-run measurements."""
+def evaluate_metric(condition: Condition, confidence: float, final: bool = False) -> MetricResult:
+    """Phase of one gated metric from its per-run measurements; ``final`` once no more runs will be taken."""
     if not condition.values:
         raise ValueError(f"gated metric {condition.name!r} has no measurements")
-    interval = mean_interval(condition.values, confidence)
-    failed = sum(1 for v in condition.values if not condition.satisfied_by(v))
+    if condition.reference:
+        interval = ratio_interval(condition.values, condition.reference, confidence)
+        failed = 0
+    else:
+        interval = mean_interval(condition.values, confidence)
+        failed = sum(1 for v in condition.values if not condition.satisfied_by(v))
     good_side, bad_side = (
         (interval.low >= condition.threshold, interval.high < condition.threshold)
         if condition.higher_is_better
         else (interval.high <= condition.threshold, interval.low > condition.threshold)
     )
     ci = f"{confidence:.0%} CI {_fmt(interval.low)} to {_fmt(interval.high)} over {interval.n} run(s)"
-    if condition.failure_limit is not None and failed > condition.failure_limit:
+    if condition.reference:
+        ci += f" against {len(condition.reference)} of {condition.reference_label or 'the reference'}"
+    if condition.failure_limit is not None and failed > condition.failure_limit and not condition.reference:
         phase = FAILED
         reason = f"{failed} of {interval.n} measurements failed, more than the failure limit {condition.failure_limit}"
     elif good_side:
         phase, reason = SUCCESSFUL, f"whole interval meets the threshold ({ci})"
     elif bad_side:
         phase, reason = FAILED, f"whole interval misses the threshold ({ci})"
+    elif final and condition.fail_only_beyond_noise and (interval.high >= 1.0 if condition.higher_is_better
+                                                         else interval.low <= 1.0):
+        phase = SUCCESSFUL
+        reason = (
+            f"no regression beyond the measured noise once the runs were spent: the interval straddles the "
+            f"threshold and holds 1, no change ({ci})"
+        )
     else:
         phase, reason = INCONCLUSIVE, f"interval straddles the threshold ({ci})"
     return MetricResult(condition, interval, failed, phase, reason)
 
 
-def analyze(conditions: Sequence[Condition], confidence: float, skipped: Sequence[dict] = ()) -> Analysis:
-    """Combine metric phases: any Failed fails the analysis; else any Inconclusive makes it Inconclusive."""
-    results = tuple(evaluate_metric(c, confidence) for c in conditions)
+def analyze(
+    conditions: Sequence[Condition], confidence: float, skipped: Sequence[dict] = (), final: bool = False
+) -> Analysis:
+    """Combine metric phases: any Failed fails the analysis; else any Inconclusive makes it Inconclusive.
+    ``final``: no more runs will be taken (metrics that fail only beyond the noise then settle)."""
+    results = tuple(evaluate_metric(c, confidence, final) for c in conditions)
     phases = {r.phase for r in results}
     if FAILED in phases:
         phase = FAILED
@@ -156,7 +192,10 @@ def action_for(phase: str, inconclusive_policy: str) -> str:
 
 
 def failure_paragraph(analysis: Analysis, release: str, known_good: str | None) -> str:
-    """One paragraph a person reads in the failed play: metric, threshold, measured value, what was done."""
+    """One paragraph a person reads in the failed play: metric, threshold, measured value, what was done.
+
+    A re-gate of the known-good release itself (``release == known_good``) restores nothing: that release keeps
+    serving and stays known-good, and its passing record is kept (the re-gate is stored beside it)."""
     bad = [m for m in analysis.metrics if m.phase != SUCCESSFUL]
     parts = []
     for m in bad:
@@ -166,10 +205,15 @@ def failure_paragraph(analysis: Analysis, release: str, known_good: str | None) 
             f"{c.description} measured {m.interval.mean:.3g} ({m.reason}); the gate requires {relation} "
             f"{c.threshold:g} ({c.variable}) — {m.phase}"
         )
-    restored = (
-        f"Release {known_good} (known-good) was restored."
-        if known_good
-        else "No known-good release exists to restore; the candidate is left active."
-    )
+    if known_good and known_good == release:
+        restored = (
+            f"Release {release} is the known-good release itself (re-gated with spec_gate_regate): it keeps serving "
+            "and stays known-good, its passing gate.json is kept, and this result is stored beside it as "
+            "gate-regate-<time>.json. Nothing on the host was changed."
+        )
+    elif known_good:
+        restored = f"Release {known_good} (known-good) was restored."
+    else:
+        restored = "No known-good release exists to restore; the candidate is left active."
     what = "failed" if analysis.phase == FAILED else "was inconclusive (spec_gate_inconclusive_policy: keep_known_good)"
     return f"Gate {what} for release {release}: " + "; ".join(parts) + f". {restored}"

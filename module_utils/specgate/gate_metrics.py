@@ -112,8 +112,13 @@ def build_conditions(
     thresholds: Thresholds,
     baseline_runs: Sequence[Mapping] | None,
     known_good_runs: Sequence[Mapping] | None,
+    known_good_label: str = "known-good runs",
 ) -> tuple[list[Condition], list[dict]]:
-    """Conditions to judge, and the ones that cannot be judged here with the reason (no baseline yet…)."""
+    """Conditions to judge, and the ones that cannot be judged here with the reason (no baseline yet…).
+
+    The regression metric compares the candidate's runs with ``known_good_runs`` as two samples (ratio of their
+    means, interval from both samples' noise; ``known_good_label`` says where they come from): ideally the
+    known-good release measured in the same deploy, right before the switch, under the candidate's conditions."""
     if not runs:
         raise ValueError("the gate needs at least one benchmark run")
     t = thresholds
@@ -179,18 +184,22 @@ def build_conditions(
                 }
             )
         else:
-            ref = reference_value(known_good_runs, t.regression_cell, t.regression_metric, "spec_gate_regression_cell")
             conditions.append(
                 Condition(
                     name="regression",
                     description=f"{t.regression_metric} relative to known-good ({t.regression_cell.label()})",
                     threshold=1.0 - t.max_regression,
                     values=tuple(
-                        cell_metric(r, t.regression_cell, t.regression_metric, "spec_gate_regression_cell") / ref
+                        cell_metric(r, t.regression_cell, t.regression_metric, "spec_gate_regression_cell")
                         for r in runs
                     ),
                     variable="spec_gate_max_regression",
-                    failure_limit=t.failure_limit,
+                    reference=tuple(
+                        cell_metric(r, t.regression_cell, t.regression_metric, "spec_gate_regression_cell")
+                        for r in known_good_runs
+                    ),
+                    reference_label=known_good_label,
+                    fail_only_beyond_noise=True,
                 )
             )
     return conditions, skipped

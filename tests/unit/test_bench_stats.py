@@ -84,3 +84,19 @@ def test_interval_refuses_nonsense():
         mean_interval([])
     with pytest.raises(ValueError, match="confidence"):
         mean_interval([1.0, 2.0], 1.5)
+
+
+def test_ratio_interval_pools_both_samples_noise():
+    from ansible.module_utils.specgate.bench_stats import ratio_interval
+
+    same = ratio_interval([100.0, 104.0, 98.0], [101.0, 99.0, 103.0])
+    assert same.low < 1.0 < same.high
+    assert same.n == 3
+    # Two runs a side: pooled, 2 degrees of freedom (t 4.30), not the 1 (t 12.7) of either sample alone.
+    two = ratio_interval([100.0, 104.0], [101.0, 99.0])
+    assert two.high / two.low < 1.25
+    assert ratio_interval([5.0, 5.0], [4.0, 4.0]).low == pytest.approx(1.25)
+    assert ratio_interval([5.0], [4.0, 4.1]).high < float("inf")
+    assert ratio_interval([5.0], [4.0]).high == float("inf")
+    with pytest.raises(ValueError, match="positive"):
+        ratio_interval([0.0, 1.0], [1.0, 2.0])

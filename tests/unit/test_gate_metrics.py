@@ -44,11 +44,16 @@ def test_speedup_is_the_ratio_to_the_baselines_mean_on_the_named_cell():
     assert conds[0].values == (pytest.approx(2.0),)
 
 
-def test_regression_is_the_ratio_to_known_good_with_threshold_one_minus_allowed_drop():
+def test_regression_compares_two_samples_with_threshold_one_minus_allowed_drop():
     t = Thresholds(max_regression=0.05, regression_cell=Cell("chat", "short", 16))
-    conds, _ = build_conditions([run(tok_s=90.0)], t, None, [run(tok_s=100.0)])
+    conds, _ = build_conditions([run(tok_s=90.0)], t, None, [run(tok_s=100.0), run(tok_s=110.0)], "kg measured now")
     assert conds[0].threshold == pytest.approx(0.95)
-    assert conds[0].values == (pytest.approx(0.9),)
+    # The candidate's and known-good's own numbers on the cell, both kept: the gate judges their ratio with the
+    # noise of both samples, not each candidate run against a fixed mean.
+    assert conds[0].values == (450.0,)
+    assert conds[0].reference == (500.0, 550.0)
+    assert conds[0].reference_label == "kg measured now"
+    assert conds[0].fail_only_beyond_noise
 
 
 def test_missing_baseline_or_known_good_skips_those_conditions_with_a_reason():

@@ -1,0 +1,246 @@
+"""Issue 12 item 5 against a sim process: the regression gate compares the candidate with the known-good release
+measured in the same deploy right before the switch (spec_gate's reference entry), falls back to the runs
+stored with known-good's gate result only without one and says so; a failed re-gate of the known-good release
+keeps its passing record; an acceptance threshold no run can reach is refused before anything runs."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import sys
+from pathlib import Path
+
+import ansible_runner
+import pytest
+from specgate_sim import testing
+
+from integration.preflight_runner import PROJECT_ROOT, VENV_BIN, RoleRun, fake_nvidia_smi
+
+pytestmark = pytest.mark.slow
+
+KEY = "same-conditions-key"
+CELL = {"set": "chat", "context": "short", "concurrency": 1}
+MATRIX = {
+    "spec_gate_api_key": KEY,
+    "spec_gate_bench_sets": ["code", "chat"],
+    "spec_gate_bench_contexts": [{"name": "short", "tokens": 128}],
+    "spec_gate_bench_concurrency": [1],
+    "spec_gate_bench_output_tokens": 32,
+    "spec_gate_bench_min_requests": 4,
+    "spec_gate_bench_warmup_requests": 1,
+    "spec_gate_bench_eval": False,
+    "spec_gate_min_accept_length": None,
+    "spec_gate_min_correctness": None,
+    "spec_gate_max_regression": 0.1,
+    "spec_gate_regression_cell": CELL,
+    "spec_gate_runs": 2,
+    "spec_gate_max_runs": 4,
+    "spec_gate_promote": False,
+}
+
+
+@pytest.fixture(scope="module")
+def sim(tmp_path_factory):
+    root = tmp_path_factory.mktemp("models")
+    target = testing.write_model_dir(root / "target", testing.TARGET_CONFIG)
+    drafter = testing.write_model_dir(root / "drafter", testing.drafter_config(8))
+    args = f"--model-path {target} --speculative-algorithm DFLASH --speculative-draft-model-path {drafter}"
+    # Simulated step times must dominate the sim's own CPU cost, or speed comparisons measure Python overhead.
+    proc = testing.start(
+        [*args.split(), "--api-key", KEY, "--enable-metrics"], log_path=root / "sim.log", time_scale=0.2
+    )
+    try:
+        proc.wait_ready()
+        yield proc
+    finally:
+        proc.stop()
+
+
+def layout(tmp_path: Path, port: int, active: str, known_good: str, stored_speedup: float = 1.0) -> Path:
+    """A host layout: release dirs with their identity (port), pointers, and a passing stored gate result of
+    known-good whose runs were ``stored_speedup`` times the live server's speed (measured at another time)."""
+    base = tmp_path / "opt"
+    for release in {active, known_good, "cand"}:
+        (base / "releases" / release).mkdir(parents=True, exist_ok=True)
+        (base / "releases" / release / "release.json").write_text(json.dumps({"identity": {"port": port}}))
+    (base / "active").symlink_to(base / "releases" / active)
+    (base / "known-good").symlink_to(base / "releases" / known_good)
+    return base
+
+
+def play(tmp_path: Path, name: str, entries: list[str], extravars: dict) -> RoleRun:
+    """One play on localhost running spec_gate's entry points in order, as deploy.yml orders them."""
+    private = tmp_path / f"runner-{name}"
+    (private / "project").mkdir(parents=True)
+    (private / "inventory").mkdir()
+    (private / "inventory" / "hosts").write_text(
+        f"localhost ansible_connection=local ansible_python_interpreter={sys.executable}\n", encoding="utf-8"
+    )
+    tasks = [
+        {"name": f"spec_gate {entry}", "ansible.builtin.include_role": {"name": "spec_gate", "tasks_from": entry}}
+        for entry in entries
+    ]
+    (private / "project" / "play.yml").write_text(
+        json.dumps([{"name": "same conditions", "hosts": "localhost", "gather_facts": False, "tasks": tasks}])
+    )
+    (private / "env").mkdir()
+    (private / "env" / "extravars").write_text(json.dumps(extravars), encoding="utf-8")
+    result = ansible_runner.run(
+        private_data_dir=str(private),
+        playbook="play.yml",
+        quiet=True,
+        envvars={
+            "PATH": f"{VENV_BIN}:{Path(sys.executable).parent}:/usr/bin:/bin",
+            "ANSIBLE_CONFIG": str(PROJECT_ROOT / "ansible.cfg"),
+            "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-local"),
+            "ANSIBLE_FACT_CACHING": "memory",
+        },
+    )
+    return RoleRun(status=result.status, events=list(result.events))
+
+
+def host_vars(tmp_path: Path, base: Path, sim, release: str, known_good: str, **overrides) -> dict:
+    return {
+        **MATRIX,
+        "specgate_sglang_env": {
+            "python": sys.executable,
+            "base_dir": str(base),
+            "user": getpass.getuser(),
+            "cache_dir": str(tmp_path / "cache"),
+        },
+        "specgate_release": {
+            "id": release,
+            "dir": str(base / "releases" / release),
+            "port": sim.port,
+            "known_good_id": known_good,
+            "active_id": release,
+            "api_key_set": True,
+            "user": getpass.getuser(),
+            "cache_dir": str(tmp_path / "cache"),
+        },
+        "spec_gate_reports_dir": str(tmp_path / "reports"),
+        **overrides,
+    }
+
+
+def store_known_good_gate(base: Path, tmp_path: Path, sim, speedup: float) -> dict:
+    """Gate the live server as release kg (first release: passes), then scale its stored numbers by speedup."""
+    first = play(tmp_path, "kg", ["main"], host_vars(tmp_path, base, sim, "kg", ""))
+    assert first.status == "successful", first.failed_tasks()
+    path = base / "releases" / "kg" / "gate.json"
+    gate = json.loads(path.read_text())
+    for run in gate["runs"]:
+        for cell in run["cells"]:
+            cell["output_tok_s"] *= speedup
+    path.write_text(json.dumps(gate))
+    return gate
+
+
+def regression(gate: dict) -> dict:
+    return next(m for m in gate["analysis"]["metrics"] if m["name"] == "regression")
+
+
+def test_identical_candidate_is_compared_with_known_good_measured_before_the_switch(tmp_path, sim):
+    base = layout(tmp_path, sim.port, active="kg", known_good="kg")
+    # Known-good's stored numbers were measured at another time, 1.5x faster (an idle machine): against them,
+    # the same server looks a third slower. Measured now, it is the same speed.
+    store_known_good_gate(base, tmp_path, sim, speedup=1.5)
+    run = play(tmp_path, "cand", ["reference", "main"], host_vars(tmp_path, base, sim, "cand", "kg"))
+    assert run.status == "successful", run.failed_tasks()
+    gate = json.loads((base / "releases" / "cand" / "gate.json").read_text())
+    reference = gate["regression_reference"]
+    assert reference["source"] == "measured_now"
+    assert reference["release"] == "kg"
+    assert len(reference["runs"]) == MATRIX["spec_gate_max_runs"]
+    m = regression(gate)
+    assert m["phase"] == "Successful", m
+    assert 0.8 < m["interval"]["mean"] < 1.25
+    print(f"identical candidate, measured now: ratio {m['interval']['mean']:.3f} "
+          f"CI {m['interval']['low']:.3f}-{m['interval']['high']:.3f} ({m['reason']})")
+    assert gate["action"] == "promote"
+    table = (tmp_path / "reports" / "localhost" / "cand" / "gate.md").read_text()
+    assert "Regression reference: known-good kg measured now" in table
+
+
+def test_without_a_same_run_measurement_the_stored_runs_are_the_reference_and_the_report_says_so(tmp_path, sim):
+    # The active release is not known-good (an earlier candidate serves): known-good cannot be measured now.
+    base = layout(tmp_path, sim.port, active="old", known_good="kg")
+    store_known_good_gate(base, tmp_path, sim, speedup=10.0)
+    run = play(tmp_path, "cand", ["reference", "main"], host_vars(tmp_path, base, sim, "cand", "kg"))
+    said = [
+        e["event_data"]["res"]["msg"]
+        for e in run.events
+        if e.get("event") == "runner_on_ok"
+        and e["event_data"].get("task") == "Say what the regression gate will compare with"
+    ]
+    assert said
+    assert "the active release is old, not known-good kg" in said[0]
+    gate = json.loads((base / "releases" / "cand" / "gate.json").read_text())
+    assert gate["regression_reference"]["source"] == "stored"
+    assert regression(gate)["phase"] == "Failed"  # ten times slower than the stored numbers: beyond any noise
+    table = (base / "releases" / "cand" / "gate.md").read_text()
+    assert "known-good kg's stored gate runs" in table
+    # Restoring goes through the service role, which needs systemd (molecule/gate): here it is only reached.
+    assert run.status == "failed"
+
+
+def test_failed_regate_of_known_good_keeps_its_passing_record_and_restores_nothing(tmp_path, sim):
+    base = layout(tmp_path, sim.port, active="kg", known_good="kg")
+    store_known_good_gate(base, tmp_path, sim, speedup=1.0)
+    record = (base / "releases" / "kg" / "gate.json").read_text()
+    run = play(
+        tmp_path,
+        "regate",
+        ["main"],
+        # Reachable (a DFLASH block of 8 reports at most 9) but above what the sim's drafter accepts.
+        host_vars(tmp_path, base, sim, "kg", "kg", spec_gate_regate=True, spec_gate_min_accept_length=7.5),
+    )
+    assert run.status == "failed"
+    (task, res), *_ = run.failed_tasks()
+    assert task == "Fail the play with the gate's reason", (task, res)
+    assert "No known-good release exists" not in res["msg"]
+    assert "Release kg is the known-good release itself" in res["msg"]
+    assert "keeps serving" in res["msg"]
+    # Nothing was restored (the service role never ran), and the passing record is intact.
+    assert not [e for e in run.events if e.get("event_data", {}).get("role") == "sglang_service"]
+    assert (base / "releases" / "kg" / "gate.json").read_text() == record
+    (regate,) = (base / "releases" / "kg").glob("gate-regate-*.json")
+    assert json.loads(regate.read_text())["action"] == "rollback"
+    assert regate.with_suffix(".md").exists()
+    assert (tmp_path / "reports" / "localhost" / "kg" / regate.name).exists()
+
+
+def test_unreachable_min_accept_length_is_refused_before_anything_runs(tmp_path):
+    """deploy.yml -l ct200 (DFLASH, block 8: no run reports more than 9) stops in the gate's settings check,
+    right after preflight; where the line lies is tests/unit/test_spec_gate_accept_ceiling.py's."""
+    smi = fake_nvidia_smi(tmp_path, "ct200_sm120_pcie")
+    private = tmp_path / "runner"
+    private.mkdir()
+    run = ansible_runner.run(
+        private_data_dir=str(private),
+        project_dir=str(PROJECT_ROOT),
+        playbook=str(PROJECT_ROOT / "deploy.yml"),
+        inventory=str(PROJECT_ROOT / "inventory" / "hosts.yml"),
+        limit="ct200",
+        extravars={
+            "ansible_connection": "local",
+            "ansible_python_interpreter": sys.executable,
+            "preflight_nvidia_smi": str(smi),
+            "preflight_min_free_gib": {"/": 0},
+            "spec_gate_min_accept_length": 9.5,
+        },
+        envvars={"ANSIBLE_CONFIG": str(PROJECT_ROOT / "ansible.cfg")},
+        quiet=True,
+    )
+    assert run.status == "failed"
+    failures = [e["event_data"] for e in run.events if e["event"] == "runner_on_failed"]
+    assert len(failures) == 1
+    assert failures[0]["role"] == "spec_gate"
+    assert failures[0]["task"] == "Refuse a minimum acceptance length the deployment can never reach"
+    msg = failures[0]["res"]["msg"]
+    assert "spec_gate_min_accept_length is 9.5" in msg
+    assert "more than 9" in msg
+    assert "sglang_service_block_size" in msg
+    assert run.stats["changed"] == {}
+    stages_run = {e["event_data"].get("role") for e in run.events if e["event"] == "runner_on_ok"}
+    assert stages_run <= {"preflight", "spec_gate", None}

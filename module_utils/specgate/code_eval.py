@@ -11,6 +11,7 @@ namespaces) fails with the cause named, never falls back to running the code som
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -327,7 +328,8 @@ def _run_in_sandbox(sandbox: Sandbox, args: Sequence[str], stdin_text: str, grac
                 systemctl = shutil.which("systemctl")
                 if systemctl:
                     subprocess.run([systemctl, "stop", f"{unit}.service"], capture_output=True, timeout=30, check=False)
-                os.killpg(proc.pid, 9)
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, 9)
                 proc.wait()
             elapsed = time.monotonic() - started
             out.seek(0)

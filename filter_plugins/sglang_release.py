@@ -56,6 +56,50 @@ def sglang_release_id(content: Mapping[str, Any], label: str) -> str:
     return f"{label}-{hashlib.sha256(canonical.encode()).hexdigest()[:10]}"
 
 
+def sglang_release_content(
+    public_config: Mapping[str, Any],
+    engine_env: Mapping[str, Any],
+    launch_module: str,
+    sglang_version: str,
+    *,
+    sglang_env: Mapping[str, Any] | None = None,
+    cuda: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """What a release id hashes: how the engine starts (server config, engine env, launch module, SGLang
+    version) and what it loads (the fingerprints sglang_env and cuda_toolkit publish over the venv's installed
+    set and applied patches, and the toolkit with its env file). A bumped pin, a re-applied patch or a new
+    toolkit is a new release; hosts provisioned without a stage contribute an empty fingerprint."""
+    return {
+        "server": dict(public_config),
+        "env": dict(engine_env),
+        "launch_module": launch_module,
+        "sglang_version": sglang_version,
+        "venv": str((sglang_env or {}).get("fingerprint") or ""),
+        "cuda": str((cuda or {}).get("fingerprint") or ""),
+    }
+
+
+def sglang_engine_record(
+    sglang_env: Mapping[str, Any] | None = None, cuda: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """engine.json of a release: what went into the id's fingerprints, readable (and diffable with --diff)."""
+    sglang_env, cuda = sglang_env or {}, cuda or {}
+    return {
+        "venv": {
+            "path": sglang_env.get("venv", ""),
+            "fingerprint": str(sglang_env.get("fingerprint") or ""),
+            "installed": dict(sorted((sglang_env.get("installed") or {}).items())),
+            "patches": dict(sorted((sglang_env.get("patches") or {}).items())),
+        },
+        "cuda": {
+            "version": cuda.get("version", ""),
+            "env_file": cuda.get("env_file", ""),
+            "fingerprint": str(cuda.get("fingerprint") or ""),
+            "installed": dict(sorted((cuda.get("installed") or {}).items())),
+        },
+    }
+
+
 def sglang_public_config(server_config: Mapping[str, Any], secret_flags: list[str]) -> dict[str, Any]:
     """The server config without secrets: what server.yaml holds, what diffs and the release id see."""
     secrets = {flag.replace("_", "-") for flag in secret_flags}
@@ -86,6 +130,8 @@ class FilterModule:
         return {
             "sglang_release_label": sglang_release_label,
             "sglang_release_id": sglang_release_id,
+            "sglang_release_content": sglang_release_content,
+            "sglang_engine_record": sglang_engine_record,
             "sglang_public_config": sglang_public_config,
             "sglang_identity": sglang_identity,
         }

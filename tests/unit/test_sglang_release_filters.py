@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 from ansible.errors import AnsibleFilterError
-from sglang_release import sglang_identity, sglang_public_config, sglang_release_id, sglang_release_label
+from sglang_release import (
+    sglang_engine_record,
+    sglang_identity,
+    sglang_public_config,
+    sglang_release_content,
+    sglang_release_id,
+    sglang_release_label,
+)
 
 
 def test_label_spells_the_speculative_settings_like_the_field_notes():
@@ -41,3 +48,57 @@ def test_identity_prefers_the_resolved_value_and_skips_ignored_keys():
     identity = sglang_identity(public, resolved, ["random-seed"])
     assert identity == {"model_path": "/m", "speculative_algorithm": "EAGLE", "context_length": 131072}
     assert sglang_identity({"port": 31000}, None) == {"port": 31000}
+
+
+SGLANG_ENV = {
+    "venv": "/opt/specgate/venv",
+    "versions": {"sglang": "0.5.23"},
+    "installed": {"sglang": "0.5.23", "flashinfer-python": "0.7.2", "sglang-kernel": "0.4.10"},
+    "patches": {},
+    "fingerprint": "0123456789abcdef",
+}
+CUDA = {
+    "version": "13.0",
+    "env_file": "/opt/specgate/cuda/cuda.env",
+    "installed": {},
+    "fingerprint": "fedcba9876543210",
+}
+
+
+def release_id_for(sglang_env=SGLANG_ENV, cuda=CUDA) -> str:
+    content = sglang_release_content(
+        {"model-path": "/models/t"},
+        {"PATH": "/usr/bin"},
+        "sglang.launch_server",
+        "0.5.23",
+        sglang_env=sglang_env,
+        cuda=cuda,
+    )
+    return sglang_release_id(content, "nospec")
+
+
+def test_release_id_covers_what_the_engine_loads_venv_patches_and_cuda():
+    """A bumped flashinfer-python, a re-applied patch or a new CUDA env leaves the config alone but changes
+    the fingerprints sglang_env and cuda_toolkit publish: each must be a new release (restart, re-gate)."""
+    base = release_id_for()
+    assert release_id_for() == base
+    assert release_id_for({**SGLANG_ENV, "fingerprint": "1111111111111111"}) != base
+    assert release_id_for(cuda={**CUDA, "fingerprint": "2222222222222222"}) != base
+    # Hosts provisioned without the CUDA stage (or facts without a fingerprint) still get a stable id.
+    assert release_id_for(cuda={}) == release_id_for(cuda=None)
+    # Display-only fields do not move the id: the fingerprint already covers them.
+    assert release_id_for({**SGLANG_ENV, "installed": {}}) == base
+
+
+def test_engine_record_shows_what_went_into_the_fingerprints():
+    record = sglang_engine_record({**SGLANG_ENV, "patches": {"ddtree": "1" * 64}}, CUDA)
+    assert record["venv"]["fingerprint"] == "0123456789abcdef"
+    assert record["venv"]["installed"]["flashinfer-python"] == "0.7.2"
+    assert record["venv"]["patches"] == {"ddtree": "1" * 64}
+    assert record["cuda"] == {
+        "version": "13.0",
+        "env_file": "/opt/specgate/cuda/cuda.env",
+        "fingerprint": "fedcba9876543210",
+        "installed": {},
+    }
+    assert sglang_engine_record(SGLANG_ENV, None)["cuda"]["fingerprint"] == ""

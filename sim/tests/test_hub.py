@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -26,7 +25,6 @@ from huggingface_hub.file_download import http_get
 from specgate_sim import fixtures, hub
 from specgate_sim.hub_server import running_hub
 
-os.environ.setdefault("HF_HUB_DISABLE_XET", "1")
 TOKEN = "hf_specgate_test_token"
 SHARD = "model-00002-of-00004.safetensors"
 
@@ -163,6 +161,19 @@ def test_client_resumes_a_partial_file_with_a_range_request(root, served, tmp_pa
     gets = served.resolve_requests("GET")
     assert [r["range"] for r in gets] == ["bytes=50000-"]
     assert gets[0]["bytes"] == len(data) - 50000
+
+
+def test_a_file_request_is_recorded_with_every_byte_once_the_client_has_them(root):
+    # The test above once failed in a full run and passed alone: the hub recorded a body after its last write, so
+    # on a loaded machine the client could hold every byte and read the stats before the hub's thread ran again.
+    # A throttled hub sleeps 2 s after its last write, which makes that window certain instead of rare.
+    data = (_main(root, fixtures.TARGET) / SHARD).read_bytes()
+    with running_hub(root, throttle_bps=(len(data) - 50000) // 2) as served:
+        response = httpx.get(f"{served.url}/{fixtures.TARGET}/resolve/main/{SHARD}",
+                             headers={"Range": "bytes=50000-"}, timeout=30)
+        assert response.content == data[50000:]
+        gets = served.resolve_requests("GET")
+        assert [(r["range"], r["status"], r["bytes"]) for r in gets] == [("bytes=50000-", 206, len(data) - 50000)]
 
 
 def test_cut_drops_the_body_and_the_client_keeps_no_partial_file(root, served, tmp_path):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from specgate_sim import testing
 KEY = "test-key-7f3a"
 # The eval's code runs in the sandbox; systemd-run's stand-in on this machine (tests/sandbox_double).
 SANDBOX = code_eval.Sandbox(
-    python=sys.executable, systemd_run=str(Path(__file__).resolve().parents[1] / "sandbox_double" / "systemd-run")
+    python="/usr/bin/python3", systemd_run=str(Path(__file__).resolve().parents[1] / "sandbox_double" / "systemd-run")
 )
 
 

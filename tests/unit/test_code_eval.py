@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
@@ -31,7 +30,9 @@ from specgate_sim import codebank
 pytestmark = pytest.mark.host
 
 DOUBLE = str(Path(__file__).resolve().parents[1] / "sandbox_double" / "systemd-run")
-FAST = Sandbox(python=sys.executable, limits=Limits(timeout_s=5.0), systemd_run=DOUBLE)
+# The code runs as an unprivileged user: the system's Python, not one under a home it cannot enter (pyenv's).
+PYTHON = "/usr/bin/python3"
+FAST = Sandbox(python=PYTHON, limits=Limits(timeout_s=5.0), systemd_run=DOUBLE)
 
 
 def test_eval_has_at_least_twenty_problems_including_the_field_notes_five():
@@ -92,7 +93,7 @@ def test_sandbox_reports_exceptions_and_syntax_errors():
 
 def test_sandbox_kills_an_endless_loop_at_the_timeout():
     started = time.monotonic()
-    one_second = Sandbox(python=sys.executable, limits=Limits(timeout_s=1.0), systemd_run=DOUBLE)
+    one_second = Sandbox(python=PYTHON, limits=Limits(timeout_s=1.0), systemd_run=DOUBLE)
     outcome, _ = run_asserts("def f():\n    while True:\n        pass", ["f()"], one_second)
     assert outcome == code_eval.TIMEOUT
     assert time.monotonic() - started < 5
@@ -270,14 +271,14 @@ def test_each_leak_the_probe_finds_is_named(leak, named):
 def test_the_probe_passes_under_a_launcher_that_isolates(tmp_path):
     secret = tmp_path / "launch.yaml"
     secret.write_text("api-key: sk-probe\n", encoding="utf-8")
-    report = code_eval.check_sandbox(Sandbox(python=sys.executable, inaccessible=(str(secret),), systemd_run=DOUBLE))
+    report = code_eval.check_sandbox(Sandbox(python=PYTHON, inaccessible=(str(secret),), systemd_run=DOUBLE))
     assert report["uid"] != 0
     assert report["read"][str(secret)] != "read"
 
 
 def test_a_host_without_systemd_run_fails_naming_it():
     with pytest.raises(SandboxError, match=r"systemd-run-missing is not installed.*spec_gate_bench_eval: false"):
-        code_eval.check_sandbox(Sandbox(python=sys.executable, systemd_run="systemd-run-missing"))
+        code_eval.check_sandbox(Sandbox(python=PYTHON, systemd_run="systemd-run-missing"))
 
 
 @pytest.mark.parametrize(
@@ -368,7 +369,7 @@ def test_judging_fills_pending_evals_and_leaves_the_rest(tmp_path):
 
 def test_without_pending_evals_nothing_runs_and_no_launcher_is_needed():
     bench = {"runs": [{"run": 1, "eval": None}]}
-    missing = Sandbox(python=sys.executable, systemd_run="systemd-run-missing")
+    missing = Sandbox(python=PYTHON, systemd_run="systemd-run-missing")
     assert code_eval.judge_runs(bench, missing) == (bench, None)
 
 

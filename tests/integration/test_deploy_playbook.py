@@ -5,6 +5,7 @@ Driven through ansible-runner; assertions read its events and stats, not scraped
 
 from __future__ import annotations
 
+import itertools
 import sys
 from pathlib import Path
 
@@ -49,12 +50,32 @@ def test_demo_inventory_reaches_its_container_through_podman() -> None:
     assert hostvars["preflight_expect_gpus"] is False
 
 
+def _tasks(tasks: list[dict]) -> list[dict]:
+    """Tasks in the order they run: a block's own, then its always section."""
+    flat = []
+    for task in tasks:
+        if "block" in task:
+            flat += _tasks(task["block"]) + _tasks(task.get("always", []))
+        else:
+            flat.append(task)
+    return flat
+
+
 def _stages(play: dict) -> list[tuple[str, str]]:
     """The play's stages in order: (role, entry point) of each import_role task."""
     return [
         (t["ansible.builtin.import_role"]["name"], t["ansible.builtin.import_role"].get("tasks_from", "main"))
-        for t in play["tasks"]
+        for t in _tasks(play["tasks"])
     ]
+
+
+LOCK, UNLOCK = ("sglang_service", "lock"), ("sglang_service", "unlock")
+
+
+def _without_renewals(stages: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The stages with the lock's lease renewals (every lock after the first) left out."""
+    first = stages.index(LOCK)
+    return stages[: first + 1] + [s for s in stages[first + 1 :] if s != LOCK]
 
 
 def test_root_deploy_imports_the_playbook_that_runs_the_six_stages_in_order() -> None:
@@ -62,16 +83,49 @@ def test_root_deploy_imports_the_playbook_that_runs_the_six_stages_in_order() ->
     assert [p.get("ansible.builtin.import_playbook") for p in root] == ["playbooks/deploy.yml"]
     play = yaml.safe_load((ROOT / "playbooks" / "deploy.yml").read_text())[0]
     assert "roles" not in play, "every stage is an import_role task, in the order tasks run"
-    # The gate's settings are judged right after preflight, before any stage changes the host.
-    assert _stages(play) == [("preflight", "main"), ("spec_gate", "settings"), *((s, "main") for s in STAGES[1:])]
-    service = next(t for t in play["tasks"] if t["ansible.builtin.import_role"]["name"] == "sglang_service")
+    # The gate's settings are judged right after preflight, before any stage changes the host; then the change
+    # lock is taken, and what a dead run left unfinished is settled, before the first stage that changes it.
+    assert _without_renewals(_stages(play)) == [
+        ("preflight", "main"),
+        ("spec_gate", "settings"),
+        LOCK,
+        ("spec_gate", "unsettled"),
+        *((s, "main") for s in STAGES[1:]),
+        UNLOCK,
+    ]
+    service = next(t for t in _tasks(play["tasks"]) if t["ansible.builtin.import_role"] == {"name": "sglang_service"})
     assert service["vars"]["sglang_service_promote_on_success"] is False, "the gate, not the service, promotes"
+
+
+def test_the_change_lock_is_released_on_every_exit_and_renewed_before_each_long_stage() -> None:
+    play = yaml.safe_load((ROOT / "playbooks" / "deploy.yml").read_text())[0]
+    locked = next(t for t in play["tasks"] if "block" in t)
+    assert [_stages({"tasks": locked["always"]})] == [[UNLOCK]]
+    stages = _stages({"tasks": locked["block"]})
+    long_stages = [("sglang_env", "main"), ("model_weights", "main"), ("sglang_service", "main"), ("spec_gate", "main")]
+    for before, stage in itertools.pairwise(long_stages):
+        assert LOCK in stages[stages.index(before) + 1 : stages.index(stage)], f"no lease renewal before {stage}"
+    for playbook in ["sweep.yml", "rollback.yml", "bench.yml"]:
+        tasks = yaml.safe_load((ROOT / "playbooks" / playbook).read_text())[0]["tasks"]
+        block = next(t for t in tasks if "block" in t)
+        first = block["block"][0]
+        assert (first.get("ansible.builtin.import_role") or first.get("ansible.builtin.include_role"))[
+            "tasks_from"
+        ] == "lock"
+        last = block["always"][-1]
+        assert (last.get("ansible.builtin.import_role") or last.get("ansible.builtin.include_role"))[
+            "tasks_from"
+        ] == "unlock"
 
 
 def test_sweep_provisions_like_deploy_then_sweeps_with_the_same_preflight_feed() -> None:
     deploy = yaml.safe_load((ROOT / "playbooks" / "deploy.yml").read_text())[0]
     sweep = yaml.safe_load((ROOT / "playbooks" / "sweep.yml").read_text())[0]
-    assert _stages(sweep) == [*_stages(deploy)[:5], ("spec_sweep", "main")]
+    assert _without_renewals(_stages(sweep)) == [
+        *_without_renewals(_stages(deploy))[:7],
+        ("spec_sweep", "main"),
+        UNLOCK,
+    ]
     assert sweep["vars_files"] == deploy["vars_files"] == ["vars/preflight_feed.yml"]
 
 
@@ -83,8 +137,12 @@ def test_sweep_provisions_like_deploy_then_sweeps_with_the_same_preflight_feed()
         ("playbooks/sweep.yml", {"sglang_service_pp_size": 2}, "preflight", "sglang_service_pp_size"),
         # The gate's own settings: judged at the gate, after the switch, these left an ungated candidate serving.
         ("deploy.yml", {"spec_gate_bench_concurrency": []}, "spec_gate", "spec_gate_bench_concurrency"),
-        ("deploy.yml", {"spec_gate_bench_contexts": [{"name": "tiny", "tokens": 0}]}, "spec_gate",
-         "spec_gate_bench_contexts"),
+        (
+            "deploy.yml",
+            {"spec_gate_bench_contexts": [{"name": "tiny", "tokens": 0}]},
+            "spec_gate",
+            "spec_gate_bench_contexts",
+        ),
         ("playbooks/sweep.yml", {"spec_gate_bench_concurrency": [0]}, "spec_gate", "spec_gate_bench_concurrency"),
     ],
     ids=["deploy-pp2", "sweep-pp2", "deploy-no-concurrency", "deploy-zero-token-context", "sweep-zero-concurrency"],

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ansible.module_utils.specgate.bench_client import RequestRecord
+from ansible.module_utils.specgate.bench_client import GENERATION_TOKENS, SPEC_VERIFY_CALLS, RequestRecord
 from ansible.module_utils.specgate.bench_stats import percentile, summarize_latencies
 
 MAX_ERRORS_KEPT = 3
@@ -91,3 +91,41 @@ def server_accept_length(server_info: Mapping) -> float | None:
         if isinstance(state, Mapping) and state.get("avg_spec_accept_length") is not None
     ]
     return (sum(values) / len(values)) if values else None
+
+
+def counter_delta(before: Mapping | None, after: Mapping | None, name: str) -> float | None:
+    """How much the server's counter ``name`` grew over a cell; None where /metrics was not read or lacks it. A
+    labelled counter has no sample until it first counts, so one that appears during the cell started at 0."""
+    if before is None or after is None or name not in after:
+        return None
+    return float(after[name]) - float(before.get(name, 0.0))
+
+
+def server_acceptance(server_info: Mapping, before: Mapping | None, after: Mapping | None) -> dict:
+    """The server's own acceptance length over one cell (flush, run, read), and where it comes from.
+
+    "metrics": sglang:generation_tokens_total over sglang:spec_verify_calls_total, their growth over the cell. SGLang
+    bumps both as each request finishes, so they cover exactly the cell's requests, with no lag: tokens per verify
+    step, bonus token and first (prefill) token included, the definition of the request-side figure, counted by
+    the server instead of read from its answers.
+    "server_info": /server_info's avg_spec_accept_length, only where /metrics is not read. SGLang folds its
+    speculative counters into that average only every decode_log_interval decode batches (40 by default;
+    scheduler_components/metrics_reporter.py::report_decode_stats), and a flush restarts the count: read after a
+    cell it covers the cell's first floor(D / interval) * interval decode batches (D: the cell's decode batches,
+    each request's prefill token left out) and is absent when D < interval, e.g. a C=8 cell of 8 x 48 tokens.
+    """
+    reported = server_accept_length(server_info)
+    tokens = counter_delta(before, after, GENERATION_TOKENS)
+    verifies = counter_delta(before, after, SPEC_VERIFY_CALLS)
+    if tokens and verifies:
+        value, source = tokens / verifies, "metrics"
+    elif reported is not None:
+        value, source = reported, "server_info"
+    else:
+        value, source = None, None
+    return {
+        "accept_length_server": value,
+        "accept_length_server_source": source,
+        "accept_length_server_info": reported,
+        "server_decode_log_interval": server_info.get("decode_log_interval"),
+    }

@@ -1,6 +1,12 @@
 """HTTP client for SGLang's API, built for measuring: one shared aiohttp session, streaming /generate parsed with
 as little work per chunk as possible, timestamps taken when bytes arrive.
 
+Per chunk only ``meta_info`` is parsed: SGLang's /generate stream repeats the whole text so far (and its token ids)
+in every event, so parsing the event grows with the output, while the token count, finish reason and
+acceptance sit in ``meta_info``, the event's last key (found with one ``rfind``; any other shape, such as an
+error event, is parsed whole). JSON is read with orjson where the venv has it (a real host's SGLang venv does:
+SGLang depends on it), with the stdlib's json otherwise (the demo's venv has the sim, not orjson).
+
 Per-token inter-token latency follows SGLang's own benchmark (sglang.benchmark.serving): a chunk carrying n
 new tokens after a gap g contributes n latencies of g/n, so the numbers compare with the community's.
 """
@@ -14,10 +20,20 @@ from dataclasses import dataclass, field
 
 import aiohttp
 
+try:  # orjson is SGLang's own dependency; stdlib json where it is absent (both take bytes, raise ValueError)
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover - depends on the host venv
+    _loads = json.loads
+
 try:  # /metrics is read only where the venv has prometheus_client; /server_info and usage suffice otherwise
     from prometheus_client.parser import text_string_to_metric_families
 except ImportError:  # pragma: no cover - depends on the host venv
     text_string_to_metric_families = None
+
+
+GENERATION_TOKENS = "sglang:generation_tokens_total"
+SPEC_VERIFY_CALLS = "sglang:spec_verify_calls_total"
+SERVER_COUNTERS = (GENERATION_TOKENS, SPEC_VERIFY_CALLS)
 
 
 class BenchError(Exception):
@@ -58,6 +74,27 @@ class RequestRecord:
         if not self.verify_ct or not self.completion_tokens:
             return None
         return self.completion_tokens / self.verify_ct
+
+
+_META_KEY = b'"meta_info":'
+
+
+def chunk_meta(data: bytes) -> dict | None:
+    """``meta_info`` of one /generate stream event, parsing only that object; None when the event has another shape
+    (then the caller parses it whole). The key is found from the end: inside a JSON string a quote is always
+    escaped, so ``"meta_info":`` can only be a key, and SGLang writes meta_info last
+    (srt/managers/tokenizer_manager.py builds ``{"text", "output_ids", "meta_info"}`` in that order)."""
+    at = data.rfind(_META_KEY)
+    if at < 0:
+        return None
+    body = data[at + len(_META_KEY) :].rstrip()
+    if not body.endswith(b"}"):
+        return None
+    try:
+        meta = _loads(body[:-1])
+    except ValueError:
+        return None  # something follows meta_info: not the shape this shortcut knows
+    return meta if isinstance(meta, dict) else None
 
 
 def _finish_reason(meta: dict) -> str | None:
@@ -146,8 +183,10 @@ class Client:
             await asyncio.sleep(pause_s)
         raise BenchError(f"POST /flush_cache kept failing (last HTTP {status}: {str(data)[:200]})")
 
-    async def generation_tokens(self) -> float | None:
-        """sglang:generation_tokens_total summed over labels, or None when /metrics is off or unparseable here."""
+    async def server_counters(self) -> dict[str, float] | None:
+        """The server's own request counters (SERVER_COUNTERS, each summed over its labels), or None when /metrics is
+        off or unparseable here. SGLang bumps them as each request finishes (tokenizer_manager.py →
+        metrics_collector.py::observe_one_finished_request), so a difference over a cell has no lag."""
         if text_string_to_metric_families is None:
             return None
         assert self.session is not None
@@ -158,12 +197,17 @@ class Client:
                 text = await resp.text()
         except TRANSPORT_ERRORS as exc:
             raise self._broken("GET /metrics", exc) from exc
-        total = None
+        totals: dict[str, float] = {}
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
-                if sample.name == "sglang:generation_tokens_total":
-                    total = (total or 0.0) + sample.value
-        return total
+                if sample.name in SERVER_COUNTERS:
+                    totals[sample.name] = totals.get(sample.name, 0.0) + sample.value
+        return totals  # a labelled counter has no sample before it first counts: absent here means 0
+
+    async def generation_tokens(self) -> float | None:
+        """sglang:generation_tokens_total summed over labels, or None when /metrics is off or unparseable here."""
+        counters = await self.server_counters()
+        return None if counters is None else counters.get(GENERATION_TOKENS, 0.0)
 
     async def generate_stream(self, text: str, max_tokens: int, temperature: float, ignore_eos: bool) -> RequestRecord:
         assert self.session is not None
@@ -191,17 +235,25 @@ class Client:
                     data = line[6:].strip()
                     if data == b"[DONE]":
                         break
-                    try:
-                        chunk = json.loads(data)
-                    except ValueError as exc:
-                        raise TransportError(
-                            f"POST /generate to {self.base_url}: a stream event is not JSON ({data[:80]!r}): "
-                            "the stream was cut or garbled"
-                        ) from exc
-                    if "error" in chunk:
-                        record.error = str(chunk["error"])[:200]
-                        return record
-                    meta = chunk.get("meta_info") or {}
+                    chunk_info = chunk_meta(data)
+                    if chunk_info is None:
+                        try:
+                            chunk = _loads(data)
+                        except ValueError as exc:
+                            raise TransportError(
+                                f"POST /generate to {self.base_url}: a stream event is not JSON ({data[:80]!r}): "
+                                "the stream was cut or garbled"
+                            ) from exc
+                        if not isinstance(chunk, dict):
+                            raise TransportError(
+                                f"POST /generate to {self.base_url}: a stream event is not a JSON object "
+                                f"({data[:80]!r}): the stream was cut or garbled"
+                            )
+                        if "error" in chunk:
+                            record.error = str(chunk["error"])[:200]
+                            return record
+                        chunk_info = chunk.get("meta_info") or {}
+                    meta = chunk_info
                     tokens = int(meta.get("completion_tokens") or 0)
                     new = tokens - last_tokens
                     if new <= 0:

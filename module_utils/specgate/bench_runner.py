@@ -18,8 +18,8 @@ from datetime import datetime, timezone
 from typing import TypeVar
 
 from ansible.module_utils.specgate import code_eval
-from ansible.module_utils.specgate.bench_cells import server_accept_length, summarize_cell, summarize_sets
-from ansible.module_utils.specgate.bench_client import BenchError, Client, RequestRecord
+from ansible.module_utils.specgate.bench_cells import counter_delta, server_acceptance, summarize_cell, summarize_sets
+from ansible.module_utils.specgate.bench_client import GENERATION_TOKENS, BenchError, Client, RequestRecord
 from ansible.module_utils.specgate.bench_prompts import (
     BUILTIN_SETS,
     NATIVE_CONTEXT,
@@ -161,12 +161,14 @@ async def run_requests(
 
 async def run_cell(client: Client, prompts: Sequence[Prompt], concurrency: int, s: BenchSettings) -> dict:
     await client.flush_cache()
-    tokens_before = await client.generation_tokens()
+    counters_before = await client.server_counters()
     records, duration, cpu = await run_requests(client, prompts, concurrency, s)
     info = await client.server_info()
-    tokens_after = await client.generation_tokens()
-    server_tokens = (tokens_after - tokens_before) if tokens_before is not None and tokens_after is not None else None
-    summary = summarize_cell(records, duration, server_accept_length(info), server_tokens, cpu)
+    counters_after = await client.server_counters()
+    server_tokens = counter_delta(counters_before, counters_after, GENERATION_TOKENS)
+    acceptance = server_acceptance(info, counters_before, counters_after)  # /server_info's average lags: see there
+    summary = summarize_cell(records, duration, acceptance["accept_length_server"], server_tokens, cpu)
+    summary.update(acceptance)
     if not summary["completed"]:
         raise BenchError(f"every request of the cell failed; first errors: {summary['errors']}")
     return summary

@@ -50,6 +50,7 @@ def human_readable_int(value: str) -> int:
 # (flags, kwargs) in SGLang's spelling; dest is the first long flag, dashes to underscores.
 _OPTIONS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
     (("--model-path", "--model"), {"type": str}),
+    (("--tokenizer-path",), {"type": str}),  # srt/arg_groups/fields/serving.py::tokenizer_path
     (("--served-model-name",), {"type": str}),
     (("--revision",), {"type": str}),
     (("--trust-remote-code",), {"action": "store_true"}),
@@ -60,6 +61,9 @@ _OPTIONS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
     (("--admin-api-key",), {"type": str}),
     (("--enable-metrics",), {"action": "store_true"}),
     (("--log-level",), {"type": str, "default": "info"}),
+    # srt/arg_groups/fields/observability.py::decode_log_interval: how often (in decode batches) the scheduler
+    # logs and folds its speculative counters into /server_info's avg_spec_accept_length
+    (("--decode-log-interval",), {"type": int, "default": 40}),
     (("--device",), {"type": str}),
     (("--random-seed",), {"type": int}),
     (("--tp-size", "--tensor-parallel-size"), {"type": int, "default": 1}),

@@ -48,6 +48,7 @@ class Job:
     kind: str
     seed: int
     streaming: bool = False
+    output_ids: list[int] = field(default_factory=list)  # the pieces' token ids, as the tokenizer gave them
     # filled in by the engine
     emitted: int = 0
     verify_ct: int = 0
@@ -77,14 +78,34 @@ class Window:
 
 @dataclass
 class Stats:
-    """Server-wide speculative counters; /flush_cache resets them (scheduler.metrics_reporter.reset_metrics)."""
+    """Server-wide speculative counters, kept as the scheduler's metrics reporter keeps them (sglang 0.5.23:
+    srt/managers/scheduler_components/metrics_reporter.py): every decode batch adds to the interval's counters
+    (update_spec_metrics: accepted tokens, and one verify per request in the batch); every
+    ``decode_log_interval``-th decode batch (report_decode_stats, called after forward_ct_decode += 1) folds them
+    into the lifetime totals, and /server_info's avg_spec_accept_length reads only those totals
+    (scheduler_components/internal_state.py::_average_accept_length; absent while they are zero). So the figure
+    lags: it covers the decode batches up to the last multiple of the interval. /flush_cache resets everything,
+    the decode batch count included (reset_metrics), so intervals count from the flush."""
 
-    accept_tokens: int = 0
-    verify_ct: int = 0
+    interval: int = 40
+    decode_batches: int = 0
+    accept_tokens: int = 0  # this interval's (spec_num_accept_tokens)
+    verify_ct: int = 0  # spec_num_forward_ct
+    total_accept_tokens: int = 0  # spec_total_num_accept_tokens
+    total_verify_ct: int = 0  # spec_total_num_forward_ct
+
+    def decode_batch(self, accept_tokens: int, verify_ct: int, speculative: bool) -> None:
+        self.accept_tokens += accept_tokens
+        self.verify_ct += verify_ct
+        self.decode_batches = (self.decode_batches + 1) % (1 << 30)
+        if speculative and self.decode_batches % self.interval == 0:
+            self.total_accept_tokens += self.accept_tokens
+            self.total_verify_ct += self.verify_ct
+            self.accept_tokens = self.verify_ct = 0
 
     @property
     def avg_accept_length(self) -> float | None:
-        return self.accept_tokens / self.verify_ct if self.verify_ct else None
+        return self.total_accept_tokens / self.total_verify_ct if self.total_verify_ct > 0 else None
 
 
 class Engine:
@@ -100,6 +121,7 @@ class Engine:
         metrics: Metrics | None = None,
         acc: AcceptanceParams | None = None,
         lat: LatencyParams | None = None,
+        decode_log_interval: int = 40,
     ) -> None:
         self.spec = spec
         self.max_running = max(1, max_running)
@@ -111,7 +133,8 @@ class Engine:
         self.acc = acc or AcceptanceParams()
         self.lat = lat or LatencyParams()
         self.clock = 0.0  # simulated seconds
-        self.stats = Stats()
+        self.decode_log_interval = max(1, decode_log_interval)
+        self.stats = Stats(self.decode_log_interval)
         self.waiting: deque[Job] = deque()
         self.running: list[Job] = []
         self._wake = asyncio.Event()
@@ -142,7 +165,7 @@ class Engine:
                 await self._task
 
     def flush(self) -> None:
-        self.stats = Stats()
+        self.stats = Stats(self.decode_log_interval)
         self._recent.clear()
 
     def _tree(self, kind: str, context: int) -> tuple[list[float], Tree]:
@@ -212,14 +235,14 @@ class Engine:
                 job.verify_ct += 1
                 job.correct_drafts += n - 1
                 job.histogram[min(n - 1, len(job.histogram) - 1)] += 1
-                self.stats.accept_tokens += n
-                self.stats.verify_ct += 1
                 accepted += n
                 verifies += 1
                 correct += n - 1
                 proposed += (self.num_draft_tokens or 1) - 1
             produced += n
             self._emit(job, n)
+        if decoding:  # a decode batch (the admitted requests' prefill is not one)
+            self.stats.decode_batch(accepted, verifies, self.spec.enabled)
         for job in admitted:
             produced += 1
             self._emit(job, 1)

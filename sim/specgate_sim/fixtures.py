@@ -22,7 +22,14 @@ from pathlib import Path
 
 import numpy as np
 from safetensors.numpy import save_file
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+from specgate_sim.tokenization import (
+    BYTE_TOKENS,
+    MASK_TOKEN,
+    SPECIAL_TOKENS,
+    build_fixture_tokenizer,
+    fixture_tokenizer_files,
+)
 
 ORG = "specgate-fixtures"
 TARGET = f"{ORG}/kimi-k26-tiny"
@@ -37,11 +44,8 @@ BROKEN_DRAFTERS = (BROKEN_MASK_STRING, BROKEN_LAYER_IDS, BROKEN_NO_BLOCK_SIZE)
 
 TARGET_LAYERS = 8
 HIDDEN = 64
-SPECIAL_TOKENS = ("<|bos|>", "<|eos|>", "<|MASK|>", "<|pad|>")
-BYTE_TOKENS = 256
 # Real checkpoints pad the embedding past the tokenizer; the drafter's mask id must stay below this.
 VOCAB_SIZE = 320
-MASK_TOKEN = "<|MASK|>"
 MASK_TOKEN_ID = BYTE_TOKENS + SPECIAL_TOKENS.index(MASK_TOKEN)
 # A shard the hub and huggingface_hub treat like a real one; HF's shards are ~5-10 GB.
 SPARSE_SHARD_BYTES = 8 * 1000**3
@@ -139,36 +143,9 @@ def dflash_config(block_size: int, num_layers: int, target_layer_ids: list[int])
     }
 
 
-def build_tokenizer() -> Tokenizer:
-    """A byte-level BPE over the 256 byte symbols plus the special tokens: encodes any text, no training needed."""
-    byte_symbols = pre_tokenizers.ByteLevel.alphabet()
-    vocab = {symbol: index for index, symbol in enumerate(sorted(byte_symbols))}
-    tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=[]))
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    tokenizer.add_special_tokens(list(SPECIAL_TOKENS))
-    return tokenizer
-
-
-def tokenizer_files() -> dict[str, bytes]:
-    """tokenizer.json + tokenizer_config.json, loadable by transformers' AutoTokenizer."""
-    tokenizer_json = build_tokenizer().to_str(pretty=True).encode()
-    config = {
-        "tokenizer_class": "PreTrainedTokenizerFast",
-        "bos_token": "<|bos|>",
-        "eos_token": "<|eos|>",
-        "pad_token": "<|pad|>",
-        "mask_token": MASK_TOKEN,
-        "model_max_length": 4096,
-        "clean_up_tokenization_spaces": False,
-    }
-    return {
-        "tokenizer.json": tokenizer_json,
-        "tokenizer_config.json": _json_bytes(config),
-        "special_tokens_map.json": _json_bytes(
-            {"bos_token": "<|bos|>", "eos_token": "<|eos|>", "pad_token": "<|pad|>", "mask_token": MASK_TOKEN}
-        ),
-    }
+# The fixture tokenizer lives in tokenization.py, beside the code that counts with it in the server.
+build_tokenizer = build_fixture_tokenizer
+tokenizer_files = fixture_tokenizer_files
 
 
 def _json_bytes(data: Mapping) -> bytes:

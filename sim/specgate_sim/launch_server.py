@@ -28,6 +28,7 @@ from specgate_sim.planning import Quality
 from specgate_sim.resolve import ResolveError, resolve
 from specgate_sim.server import ServerState, build_app
 from specgate_sim.specmodel import PROFILES
+from specgate_sim.tokenization import ModelTokenizer
 
 log = logging.getLogger("sglang.srt.entrypoints.http_server")
 engine_log = logging.getLogger("sglang.srt.entrypoints.engine")
@@ -189,11 +190,14 @@ def main(argv: list[str] | None = None) -> int:
         cuda_graphs=cuda_graphs,
         metrics=metrics,
         lat=PROFILES[sim.profile],
+        decode_log_interval=int(resolved.args["decode_log_interval"]),
     )
     seed = sim.seed if sim.seed is not None else int(resolved.args["random_seed"])
     quality = Quality(seed, sim.wrong_fraction, sim.truncate_fraction)
     launch = shlex.join(merged)  # server_args.launch_command: the argv as parsed, config merged in
-    state = ServerState(resolved, engine, metrics, quality, launch)
+    # srt/managers/tokenizer_manager.py: the tokenizer is loaded from tokenizer_path at startup
+    tokenizer = ModelTokenizer.load(resolved.args["tokenizer_path"])
+    state = ServerState(resolved, engine, metrics, quality, launch, tokenizer)
     return asyncio.run(serve(state, sim))
 
 

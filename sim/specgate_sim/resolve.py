@@ -102,6 +102,8 @@ def resolve(ns: argparse.Namespace, sim: SimEnv, env: Mapping[str, str] | None =
         raise ResolveError("ValueError: --model-path is required")
     target = read_config(args["model_path"], "target")
     args["served_model_name"] = args.get("served_model_name") or args["model_path"]
+    # srt/arg_groups/serving_hook.py: tokenizer_path defaults to model_path
+    args["tokenizer_path"] = args.get("tokenizer_path") or args["model_path"]
     if args.get("context_length") is None:
         args["context_length"] = int(target.get("max_position_embeddings", 4096))
     if args.get("device") is None:

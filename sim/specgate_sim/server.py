@@ -15,11 +15,12 @@ from typing import Any
 
 from aiohttp import web
 
-from specgate_sim import SGLANG_VERSION, text
+from specgate_sim import SGLANG_VERSION
 from specgate_sim.engine import Engine, Job
 from specgate_sim.metrics import CONTENT_TYPE, Metrics
-from specgate_sim.planning import DEFAULT_MAX_NEW_TOKENS, Quality, chat_prompt, plan
+from specgate_sim.planning import DEFAULT_MAX_NEW_TOKENS, TOY, Quality, chat_prompt, plan
 from specgate_sim.resolve import Resolved
+from specgate_sim.tokenization import ModelTokenizer
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -34,6 +35,7 @@ class ServerState:
     metrics: Metrics | None
     quality: Quality
     launch_command: str
+    tokenizer: ModelTokenizer = TOY  # the served model's (tokenization.py); the toy rule when it has none
     phase: str = "starting"  # starting -> up; "shutting_down" once SIGTERM arrives
     startup_time: float = field(default_factory=time.time)
 
@@ -144,7 +146,7 @@ async def model_info(request: web.Request) -> web.Response:
         {
             "model_path": state.args["model_path"],
             "served_model_name": state.resolved.served_model_name,
-            "tokenizer_path": state.args["model_path"],
+            "tokenizer_path": state.args["tokenizer_path"],
             "is_generation": True,
             "preferred_sampling_params": None,
             "weight_version": "default",
@@ -275,6 +277,7 @@ async def generate(request: web.Request) -> web.StreamResponse:
         ignore_eos=bool(params.get("ignore_eos", False)),
         quality=state.quality,
         streaming=bool(body.get("stream")),
+        tokenizer=state.tokenizer,
     )
     rid = str(body.get("rid") or uuid.uuid4().hex)
 
@@ -282,7 +285,7 @@ async def generate(request: web.Request) -> web.StreamResponse:
         finished = emitted >= len(job.pieces)
         return {
             "text": "".join(job.pieces[:emitted]),
-            "output_ids": [text.token_id(p) for p in job.pieces[:emitted]],
+            "output_ids": job.output_ids[:emitted],
             "meta_info": _meta_info(state, rid, job, emitted, finished),
         }
 
@@ -385,6 +388,7 @@ async def _openai(request: web.Request, *, chat: bool) -> web.StreamResponse:
         ignore_eos=bool(body.get("ignore_eos", False)),
         quality=state.quality,
         streaming=stream,
+        tokenizer=state.tokenizer,
     )
     model = str(body.get("model") or state.resolved.served_model_name)
     rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex

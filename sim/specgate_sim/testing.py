@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import specgate_sim
+from specgate_sim.tokenization import fixture_tokenizer_files
 
 PACKAGE_PARENT = str(Path(specgate_sim.__file__).resolve().parent.parent)
 
@@ -25,10 +26,14 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def write_model_dir(path: Path, config: Mapping[str, object], weight_bytes: int = 0) -> Path:
-    """A model directory: config.json plus one sparse weight file of ``weight_bytes`` apparent size."""
+def write_model_dir(path: Path, config: Mapping[str, object], weight_bytes: int = 0, *, tokenizer: bool = True) -> Path:
+    """A model directory: config.json, the fixture tokenizer (unless ``tokenizer`` is False: the server then counts
+    with the sim's toy rule) and one sparse weight file of ``weight_bytes`` apparent size."""
     path.mkdir(parents=True, exist_ok=True)
     (path / "config.json").write_text(json.dumps(config))
+    if tokenizer:
+        for name, data in fixture_tokenizer_files().items():
+            (path / name).write_bytes(data)
     if weight_bytes:
         with (path / "model-00001-of-00001.safetensors").open("wb") as f:
             f.truncate(weight_bytes)

@@ -1,6 +1,8 @@
 """Deterministic toy tokenizer, prompt classification and filler text.
 
-The tokenizer cuts text into pieces of at most four word characters (with their leading
+The server counts with the served model's own tokenizer (tokenization.py); this toy rule is its fallback for a
+model directory without a tokenizer.json, and the unit tests' stand-in. The toy tokenizer cuts text into pieces
+of at most four word characters (with their leading
 whitespace) or single punctuation marks, so ``decode(encode(text)) == text`` and a token is
 about four characters, like a BPE tokenizer on English.
 """
@@ -31,7 +33,7 @@ _FILLER_TEXT = (
     "asked for and the numbers stay comparable between runs while nothing here means anything in particular "
     "beyond being text of a realistic shape"
 )
-_FILLER_WORDS = tuple(_FILLER_TEXT.split())
+FILLER_WORDS = tuple(_FILLER_TEXT.split())
 
 
 def pieces(text: str) -> list[str]:
@@ -64,7 +66,7 @@ def filler(n_tokens: int, seed: int) -> list[str]:
     rng = random.Random(seed)
     out: list[str] = []
     while len(out) < n_tokens:
-        word = rng.choice(_FILLER_WORDS)
+        word = rng.choice(FILLER_WORDS)
         out.extend(pieces(" " + word))
     return out[:n_tokens]
 

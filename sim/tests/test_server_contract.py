@@ -13,6 +13,7 @@ import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from specgate_sim import testing
+from tokenizers import Tokenizer
 
 CODE_PROMPT = (
     "Write a Python function `gcd(a, b)` that returns the greatest common divisor of the integers a and b. "
@@ -174,7 +175,7 @@ def test_openai_sdk_chat_answers_the_coding_prompt(sim: testing.SimProcess) -> N
     assert (resp.model_extra or {})["sglext"]["spec_tokens_details"]["spec_num_correct_drafts"] >= 0
 
 
-def test_openai_sdk_chat_stream_with_usage_and_sglext(sim: testing.SimProcess) -> None:
+def test_openai_sdk_chat_stream_with_usage_and_sglext(sim: testing.SimProcess, models: tuple[Path, Path]) -> None:
     client = openai.OpenAI(base_url=sim.url + "/v1", api_key="unused")
     stream = client.chat.completions.create(
         model="kimi-k2.6",
@@ -196,7 +197,9 @@ def test_openai_sdk_chat_stream_with_usage_and_sglext(sim: testing.SimProcess) -
     assert usage.completion_tokens == 50
     assert sglext is not None
     assert sglext["spec_tokens_details"]["spec_verify_ct"] > 0
-    assert len(content) > 50
+    # the streamed text is the 50 tokens the server counted, by the served model's own tokenizer
+    tokenizer = Tokenizer.from_file(str(models[0] / "tokenizer.json"))
+    assert len(tokenizer.encode(content, add_special_tokens=False).ids) == 50
 
 
 def test_same_seed_and_request_give_the_same_numbers(sim: testing.SimProcess) -> None:
@@ -208,19 +211,39 @@ def test_same_seed_and_request_give_the_same_numbers(sim: testing.SimProcess) ->
     assert other["spec_correct_drafts_histogram"] != first["spec_correct_drafts_histogram"]
 
 
-def test_server_average_acceptance_is_cumulative_and_flush_resets_it(sim: testing.SimProcess) -> None:
+def _stream_steps(sim: testing.SimProcess, body: dict) -> tuple[list[int], dict]:
+    """completion_tokens after each event of a streamed /generate, and the last meta_info."""
+    steps, meta = [], {}
+    with httpx.stream("POST", sim.url + "/generate", json={**body, "stream": True}, timeout=30) as resp:
+        for line in resp.iter_lines():
+            if line.startswith("data: {"):
+                meta = json.loads(line[len("data: ") :])["meta_info"]
+                steps.append(meta["completion_tokens"])
+    return steps, meta
+
+
+def test_server_average_acceptance_lags_by_decode_log_interval_and_flush_resets_it(sim: testing.SimProcess) -> None:
+    # sglang 0.5.23 metrics_reporter.py: /server_info's average folds in every decode_log_interval (40) decode
+    # batches; one request at a time, each streamed event after the first is one decode batch
+    info = httpx.get(sim.url + "/server_info").json()
+    assert info["decode_log_interval"] == 40
     assert httpx.post(sim.url + "/flush_cache").text.startswith("Cache flushed.")
     state = httpx.get(sim.url + "/server_info").json()["internal_states"][0]
     assert "avg_spec_accept_length" not in state
-    metas = [
-        _generate(sim, {"text": p, "sampling_params": {"max_new_tokens": 100, "ignore_eos": True}})["meta_info"]
-        for p in (CODE_PROMPT, CHAT_PROMPT)
-    ]
-    state = httpx.get(sim.url + "/server_info").json()["internal_states"][0]
-    avg = state["avg_spec_accept_length"]
+    batches: list[int] = []
+    for i, prompt in enumerate((CODE_PROMPT, CHAT_PROMPT, CHAT_PROMPT + " Again.", CODE_PROMPT + " Once more.")):
+        body = {"text": prompt, "sampling_params": {"max_new_tokens": 60, "ignore_eos": True}}
+        steps, meta = _stream_steps(sim, body)
+        batches += [b - a for a, b in itertools.pairwise(steps)]
+        assert len(steps) - 1 == meta["spec_verify_ct"]
+        state = httpx.get(sim.url + "/server_info").json()["internal_states"][0]
+        folded = len(batches) // 40 * 40
+        if folded == 0:
+            assert "avg_spec_accept_length" not in state, i  # not refreshed yet: fewer than 40 decode batches
+        else:
+            assert state["avg_spec_accept_length"] == pytest.approx(sum(batches[:folded]) / folded), i
+    assert len(batches) >= 40
     assert state["last_gen_throughput"] > 0
-    tokens = sum(m["completion_tokens"] - 1 for m in metas)  # the first token comes from prefill
-    assert avg == pytest.approx(tokens / sum(m["spec_verify_ct"] for m in metas))
     assert httpx.get(sim.url + "/flush_cache").status_code == 200
     assert "avg_spec_accept_length" not in httpx.get(sim.url + "/server_info").json()["internal_states"][0]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 from specgate_sim.engine import Engine, Job
 from specgate_sim.metrics import Metrics
@@ -64,14 +65,46 @@ def test_max_running_requests_queues_the_rest() -> None:
 
 
 def test_server_counters_are_tokens_over_verify_steps_and_flush_clears_them() -> None:
-    engine = _engine()
+    # decode_log_interval 1: every decode batch is folded at once, so the average is over every verify step
+    engine = Engine(DDTREE, max_running=48, time_scale=0.0, num_draft_tokens=9, decode_log_interval=1)
     jobs = [_job(s, n=120, kind="code") for s in range(3)]
     asyncio.run(_run(engine, jobs))
     verify = sum(j.verify_ct for j in jobs)
-    assert engine.stats.verify_ct == verify
+    assert engine.stats.total_verify_ct == verify
     assert engine.stats.avg_accept_length == (3 * 119) / verify  # the first token of each comes from prefill
     engine.flush()
     assert engine.stats.avg_accept_length is None
+
+
+def test_server_average_folds_every_decode_log_interval_batches_as_sglang_does() -> None:
+    """metrics_reporter.py: the average /server_info reports covers whole intervals of decode batches only."""
+    engine = Engine(DDTREE, max_running=1, time_scale=0.0, num_draft_tokens=9, decode_log_interval=10)
+    job = _job(5, n=230, kind="code")  # 47 decode batches: four intervals and a tail of 7
+    short = _job(6, n=30, kind="code")
+    seen: dict[str, float | None] = {}
+
+    async def drive() -> list[int]:
+        # tokens out after each step of ``job``, run alone: the first step is its prefill, each later a decode batch
+        engine.start()
+        try:
+            steps = [emitted async for emitted in engine.generate(job)]
+            seen["after_job"] = engine.stats.avg_accept_length
+            engine.flush()
+            seen["after_flush"] = engine.stats.avg_accept_length
+            async for _ in engine.generate(short):
+                pass
+            return steps
+        finally:
+            await engine.stop()
+
+    steps = asyncio.run(drive())
+    batches = [b - a for a, b in itertools.pairwise(steps)]  # each decode batch's accepted tokens
+    assert len(batches) == job.verify_ct == 47
+    assert seen["after_job"] == sum(batches[:40]) / 40
+    assert seen["after_job"] != sum(batches) / len(batches)  # the tail since the last fold is missing
+    assert seen["after_flush"] is None
+    assert short.verify_ct < 10
+    assert engine.stats.avg_accept_length is None  # fewer decode batches than one interval since the flush
 
 
 def test_without_speculation_each_step_yields_one_token() -> None:

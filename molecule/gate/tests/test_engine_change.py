@@ -26,13 +26,13 @@ def host():
     return testinfra.get_host("podman://specgate-gate")
 
 
-def deploy(private: Path, patches: list[dict]) -> ansible_runner.Runner:
+def deploy(private: Path, patches: list[dict], **extra) -> ansible_runner.Runner:
     return ansible_runner.run(
         private_data_dir=str(private),
         project_dir=str(SCENARIO),
         playbook=str(SCENARIO / "engine.yml"),
         inventory=os.environ["MOLECULE_INVENTORY_FILE"],
-        extravars={"_gate_engine_patches": patches},
+        extravars={"_gate_engine_patches": patches, **extra},
         quiet=True,
         envvars={
             "ANSIBLE_CONFIG": str(PROJECT / "ansible.cfg"),
@@ -74,34 +74,33 @@ def state(host) -> dict:
 
 @pytest.fixture(scope="module")
 def baseline(host, tmp_path_factory):
-    """engine.yml once without patches: the release now carries the venv's fingerprint, passes and is known-good."""
-    run = deploy(tmp_path_factory.mktemp("engine-baseline"), [])
+    """engine.yml without patches and without a gate (promoted on success, to spend no benchmark on the setup):
+    the release now carries the venv's fingerprint."""
+    run = deploy(
+        tmp_path_factory.mktemp("engine-baseline"), [], _gate_engine_gate=False, sglang_service_promote_on_success=True
+    )
+    assert run.status == "successful", failures(run)
+    return state(host)
+
+
+@pytest.fixture(scope="module")
+def patched(host, baseline, tmp_path_factory):
+    """The same deployment with a patch in the venv: its config untouched, what its engine loads changed."""
+    run = deploy(tmp_path_factory.mktemp("engine-patched"), [PATCH])
     assert run.status == "successful", failures(run)
     return state(host)
 
 
 def test_baseline_release_names_what_its_engine_loads(baseline):
     assert baseline["known_good"] == baseline["release"]
-    assert baseline["gate"]["action"] == "promote"
     venv = baseline["engine"]["venv"]
     assert len(venv["fingerprint"]) == 16
     assert venv["installed"]["specgate-sim"] == "0.1.0"
     assert venv["patches"] == {}
 
 
-def test_unchanged_engine_is_no_change_no_restart_no_gate(host, baseline, tmp_path):
-    run = deploy(tmp_path, [])
-    assert run.status == "successful", failures(run)
-    assert changed_tasks(run) == []
-    after = state(host)
-    assert (after["release"], after["pid"]) == (baseline["release"], baseline["pid"])
-    assert after["gate"] == baseline["gate"]  # settled: the gate did not measure again
-
-
-def test_a_patch_in_the_venv_is_a_new_release_restarted_and_gated(host, baseline, tmp_path):
-    run = deploy(tmp_path, [PATCH])
-    assert run.status == "successful", failures(run)
-    after = state(host)
+def test_a_patch_in_the_venv_is_a_new_release_restarted_and_gated(host, baseline, patched):
+    after = patched
     assert after["release"] != baseline["release"]
     # Only what the engine loads differs: same label, same server config, a new venv fingerprint.
     assert after["release"].rsplit("-", 1)[0] == baseline["release"].rsplit("-", 1)[0]
@@ -118,3 +117,12 @@ def test_a_patch_in_the_venv_is_a_new_release_restarted_and_gated(host, baseline
     probe = "from specgate_sim._engine_change_marker import PATCHED_BY; print(PATCHED_BY)"
     marker = host.run(f"{BASE}/venv/bin/python -c '{probe}'")
     assert "engine change" in marker.stdout
+
+
+def test_unchanged_engine_is_no_change_no_restart_no_gate(host, patched, tmp_path):
+    run = deploy(tmp_path, [PATCH])
+    assert run.status == "successful", failures(run)
+    assert changed_tasks(run) == []
+    after = state(host)
+    assert (after["release"], after["pid"]) == (patched["release"], patched["pid"])
+    assert after["gate"] == patched["gate"]  # settled: the gate did not measure again

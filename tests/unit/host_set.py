@@ -22,6 +22,7 @@ CONTROLLER_ONLY = {
     "test_sglang_release_filters": "a filter plugin: controller-side, needs ansible.errors",
     "test_sglang_resolve": "its fixtures come from specgate_sim.fixtures (numpy, safetensors, tokenizers)",
     "test_sglang_service_module_docs": "runs the controller's ansible-doc",
+    "test_spec_gate_accept_ceiling": "a filter plugin: controller-side, judged in the settings check",
     "test_shipped_configs": "validates configs/, which the controller renders",
 }
 

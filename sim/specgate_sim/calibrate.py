@@ -91,7 +91,7 @@ def simulate(
 
     asyncio.run(drive())
     decode_tokens = sum(j.emitted - 1 for j in jobs)
-    decode_seconds = sum((j.finished_at or 0.0) - (j.first_token_at or 0.0) for j in jobs)
+    decode_seconds = sum(j.decode_seconds for j in jobs)
     verify = sum(j.verify_ct for j in jobs)
     accept = decode_tokens / verify if verify else 1.0
     return Estimate(accept, decode_tokens / decode_seconds)

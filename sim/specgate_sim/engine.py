@@ -54,16 +54,39 @@ class Job:
     verify_ct: int = 0
     correct_drafts: int = 0
     histogram: list[int] = field(default_factory=list)
-    arrival: float = 0.0
-    first_token_at: float | None = None
-    last_token_at: float | None = None
-    finished_at: float | None = None
+    # Simulated times in integer nanoseconds: a difference is exact, so a request's latencies do not depend on how
+    # far earlier requests moved the clock (a float clock rounded them differently the longer a server had run).
+    arrival_ns: int = 0
+    first_token_ns: int | None = None
+    last_token_ns: int | None = None
+    finished_ns: int | None = None
     cancelled: bool = False
     queue: asyncio.Queue[int] = field(default_factory=asyncio.Queue)
 
     @property
     def done(self) -> bool:
         return self.emitted >= len(self.pieces)
+
+    @property
+    def first_token_at(self) -> float | None:
+        return None if self.first_token_ns is None else self.first_token_ns / 1e9
+
+    @property
+    def finished_at(self) -> float | None:
+        return None if self.finished_ns is None else self.finished_ns / 1e9
+
+    @property
+    def ttft_seconds(self) -> float:
+        return ((self.first_token_ns or self.arrival_ns) - self.arrival_ns) / 1e9
+
+    @property
+    def e2e_seconds(self) -> float:
+        return ((self.finished_ns or self.arrival_ns) - self.arrival_ns) / 1e9
+
+    @property
+    def decode_seconds(self) -> float:
+        """First token to last."""
+        return ((self.finished_ns or 0) - (self.first_token_ns or 0)) / 1e9
 
 
 @dataclass(frozen=True)
@@ -132,7 +155,7 @@ class Engine:
         self.metrics = metrics
         self.acc = acc or AcceptanceParams()
         self.lat = lat or LatencyParams()
-        self.clock = 0.0  # simulated seconds
+        self.clock_ns = 0  # simulated time (see Job)
         self.decode_log_interval = max(1, decode_log_interval)
         self.stats = Stats(self.decode_log_interval)
         self.waiting: deque[Job] = deque()
@@ -151,6 +174,11 @@ class Engine:
         # a dead scheduler would leave every request hanging: say so loudly, as SGLang's watchdog does
         if not task.cancelled() and task.exception() is not None:
             log.error("Scheduler hit an exception", exc_info=task.exception())
+
+    @property
+    def clock(self) -> float:
+        """Simulated seconds since the engine started."""
+        return self.clock_ns / 1e9
 
     @property
     def last_gen_throughput(self) -> float:
@@ -178,7 +206,7 @@ class Engine:
 
     async def generate(self, job: Job) -> AsyncIterator[int]:
         """Yield the number of pieces out so far after every step that produced some."""
-        job.arrival = self.clock
+        job.arrival_ns = self.clock_ns
         job.histogram = [0] * (self.spec.block_size + 1 if self.spec.enabled else 1)
         self.waiting.append(job)
         self._wake.set()
@@ -219,7 +247,7 @@ class Engine:
             if not decoding:
                 ms += batch_step_ms(SpecConfig(), len(admitted), len(admitted), 0.0, self.lat)
         await asyncio.sleep(ms / 1000.0 * self.time_scale)
-        self.clock += ms / 1000.0
+        self.clock_ns += round(ms * 1_000_000)
 
         produced = accepted = verifies = proposed = correct = 0
         for job in decoding:
@@ -257,23 +285,23 @@ class Engine:
         return random.Random(job.seed * 1_000_003 + job.verify_ct)
 
     def _emit(self, job: Job, n: int) -> None:
-        now = self.clock
+        now = self.clock_ns
         job.emitted += n
-        if job.first_token_at is None:
-            job.first_token_at = now
+        if job.first_token_ns is None:
+            job.first_token_ns = now
             if self.metrics:
-                self.metrics.first_token(now - job.arrival, job.streaming)
-        elif self.metrics and job.last_token_at is not None:
-            self.metrics.inter_token((now - job.last_token_at) / n)
-        job.last_token_at = now
+                self.metrics.first_token(job.ttft_seconds, job.streaming)
+        elif self.metrics and job.last_token_ns is not None:
+            self.metrics.inter_token((now - job.last_token_ns) / 1e9 / n)
+        job.last_token_ns = now
         if job.done:
-            job.finished_at = now
+            job.finished_ns = now
             if self.metrics:
                 self.metrics.finished(
                     prompt_tokens=job.prompt_tokens,
                     completion_tokens=len(job.pieces),
                     verify_ct=job.verify_ct,
-                    e2e_seconds=now - job.arrival,
+                    e2e_seconds=job.e2e_seconds,
                     streaming=job.streaming,
                 )
         job.queue.put_nowait(job.emitted)

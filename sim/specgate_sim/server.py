@@ -236,7 +236,7 @@ def _meta_info(state: ServerState, rid: str, job: Job, emitted: int, finished: b
         if any(job.histogram):
             meta["spec_correct_drafts_histogram"] = list(job.histogram)
     if finished:
-        meta["e2e_latency"] = (job.finished_at or 0.0) - job.arrival
+        meta["e2e_latency"] = job.e2e_seconds
     return meta
 
 

@@ -130,3 +130,29 @@ def test_metrics_follow_the_engine() -> None:
     text = metrics.render().decode()
     assert 'sglang:generation_tokens_total{engine_type="unified",is_streaming="false",model_name="m"} 180.0' in text
     assert "sglang:spec_num_draft_tokens" in text
+
+
+
+async def _one_after_another(engine: Engine, jobs: list[Job]) -> None:
+    engine.start()
+    try:
+        for job in jobs:
+            async for _ in engine.generate(job):
+                pass
+    finally:
+        await engine.stop()
+
+
+def test_a_request_takes_the_same_simulated_time_whatever_the_engine_served_before() -> None:
+    # A module's sim server outlives its tests: under a float clock, e2e_latency (finished - arrival) rounded
+    # differently once earlier requests had moved the clock on, and test_same_seed_and_request_give_the_same_numbers
+    # failed in one random test order (0.8814881848565599 != 0.8814881848565601).
+    fresh = _job(7)
+    asyncio.run(_one_after_another(_engine(), [fresh]))
+    for served_before in (1, 3, 10, 40):
+        engine = _engine()
+        again = _job(7)
+        asyncio.run(_one_after_another(engine, [*(_job(100 + s, n=37 + s) for s in range(served_before)), again]))
+        assert engine.clock > fresh.e2e_seconds
+        assert (again.e2e_seconds, again.ttft_seconds) == (
+            fresh.e2e_seconds, fresh.ttft_seconds), served_before

@@ -18,6 +18,7 @@ from ansible.module_utils.specgate.cuda_lanes import (
     cuda_meets_minimum,
     parse_version,
 )
+from ansible.module_utils.specgate.sglang_flags import SglangConfigError, parse_sglang_version
 
 DFLASH_FAMILY = frozenset({"DFLASH", "DDTREE"})
 # sglang 0.5.23 speculative_hook.py: the draft attention backends DFLASH accepts.
@@ -163,6 +164,24 @@ def check_parallel(dep: Deployment, gpu: dict[str, Any]) -> list[Problem]:
     return problems
 
 
+def check_sglang_version(dep: Deployment) -> list[Problem]:
+    """The renderer's own rule for supported SGLang versions (sglang_flags.parse_sglang_version), judged first:
+    a pin the service stage would refuse must be refused before CUDA, the venv and the weights change the host."""
+    try:
+        parse_sglang_version(dep.sglang_version)
+    except SglangConfigError as error:
+        reason = str(error).removeprefix("sglang_service_sglang_version: ")
+        return [
+            Problem(
+                _var("sglang_version"),
+                f"{reason}.",
+                "pin a supported SGLang release in sglang_env_packages (sglang==X.Y.Z) and, if set, "
+                "sglang_service_sglang_version.",
+            )
+        ]
+    return []
+
+
 def check_speculative(dep: Deployment) -> list[Problem]:
     algorithm = (dep.speculative_algorithm or "").upper()
     if algorithm not in DFLASH_FAMILY:
@@ -193,8 +212,8 @@ def check_speculative(dep: Deployment) -> list[Problem]:
             )
         )
     try:
-        too_old = parse_version(dep.sglang_version, 3) < FIRST_DFLASH_SGLANG
-    except ValueError:
+        too_old = parse_version(parse_sglang_version(dep.sglang_version).release, 3) < FIRST_DFLASH_SGLANG
+    except (ValueError, SglangConfigError):
         too_old = False  # reported by check_versions
     if too_old:
         problems.append(
@@ -249,8 +268,8 @@ def check_versions(dep: Deployment, gpu: dict[str, Any], arch: str | None) -> li
     except ValueError:
         return [Problem(_var("cuda_version"), f"{dep.cuda_version!r} is not MAJOR.MINOR.", "set it like '13.0'.")]
     try:
-        lane = cuda_lane_for_sglang(dep.sglang_version)
-    except ValueError:
+        lane = cuda_lane_for_sglang(parse_sglang_version(dep.sglang_version).release)
+    except (ValueError, SglangConfigError):
         problems.append(
             Problem(_var("sglang_version"), f"{dep.sglang_version!r} is not a release number.", "pin it like '0.5.23'.")
         )
@@ -331,6 +350,16 @@ def check_deployment(
 ) -> list[Problem]:
     """Every problem with the requested deployment on this host; empty when it can go ahead."""
     arch = effective_arch(gpu, assume_arch)
+    unsupported = check_sglang_version(dep)
+    if unsupported:
+        # Judged first and alone among the version checks: the lane and DFLASH checks presume a supported release.
+        return [
+            *unsupported,
+            *check_gpus(dep, gpu),
+            *check_parallel(dep, gpu),
+            *check_backends(dep, gpu, arch),
+            *check_host(dep, host),
+        ]
     return [
         *check_gpus(dep, gpu),
         *check_parallel(dep, gpu),

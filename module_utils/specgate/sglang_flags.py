@@ -3,7 +3,8 @@
 Flag spellings change between SGLang releases (shared docs: sglang-reference.md, "Flag history that bites"),
 so every rendering is for one named SGLang version. A version string is `X.Y.Z`, optionally with the local
 label `+ddtree` (`0.5.23+ddtree`) when the install carries the DDTree pull request (sgl-project/sglang#29907):
-DDTREE is rendered only for such an install, because no SGLang release knows it.
+DDTREE is rendered only for such an install, because no SGLang release knows it. `parse_sglang_version` is the
+one rule for which versions are supported: preflight judges the pin with it before anything changes the host.
 
 Errors name the `sglang_service_*` variable to change; they are raised as `SglangConfigError`.
 """
@@ -79,7 +80,12 @@ SPEC_KEYS = {
 #   window: the draft-window key its --config loader accepts (0.5.15/0.5.19 refuse the new name in YAML)
 #   max_bs: the CUDA-graph max batch size key (0.5.23 made the old one ambiguous)
 #   attn_dp: "attn-dp-size" (0.5.23) or "enable-dp-attention" (older: --dp-size N --enable-dp-attention)
-#   graph_off: keys that switch CUDA graphs off (0.5.19's loader refuses the prefill key and --disable-cuda-graph)
+#   graph_off: keys that switch every CUDA graph off, decode and prefill. 0.5.15/0.5.19's loader refuses
+#              cuda-graph-backend-prefill and --disable-cuda-graph but takes disable-prefill-cuda-graph
+#              (srt/arg_groups/cuda_graph_hook.py::_parse_cuda_graph_config folds it into the prefill backend);
+#              0.5.11's --disable-cuda-graph leaves the piecewise prefill graphs on
+#              (srt/model_executor/model_runner.py::init_piecewise_cuda_graphs reads only
+#              disable_piecewise_cuda_graph). tests/peer checks the resolved backends of both phases.
 #   dflash_attn_dp: whether DFLASH runs with attention-DP at all (before 0.5.23: "Currently DFLASH speculative
 #                   decoding does not support dp attention.")
 @dataclass(frozen=True)
@@ -96,14 +102,14 @@ VERSION_RULES: dict[str, VersionRules] = {
         window="speculative-dflash-draft-window-size",
         max_bs="cuda-graph-max-bs",
         attn_dp="enable-dp-attention",
-        graph_off=(("disable-cuda-graph", True),),
+        graph_off=(("disable-cuda-graph", True), ("disable-piecewise-cuda-graph", True)),
         dflash_attn_dp=False,
     ),
     "0.5.19": VersionRules(
         window="speculative-dflash-draft-window-size",
         max_bs="cuda-graph-max-bs",
         attn_dp="enable-dp-attention",
-        graph_off=(("cuda-graph-backend-decode", "disabled"),),
+        graph_off=(("cuda-graph-backend-decode", "disabled"), ("disable-prefill-cuda-graph", True)),
         dflash_attn_dp=False,
     ),
     "0.5.23": VersionRules(
@@ -114,6 +120,10 @@ VERSION_RULES: dict[str, VersionRules] = {
         dflash_attn_dp=True,
     ),
 }
+# 0.5.15 spells everything specgate renders as 0.5.19 does (its own parser and resolver accept every 0.5.19
+# rendering: tests/peer), so it shares the row.
+VERSION_RULES["0.5.15"] = VERSION_RULES["0.5.19"]
+VERSION_RULES = dict(sorted(VERSION_RULES.items(), key=lambda item: tuple(map(int, item[0].split(".")))))
 SUPPORTED_VERSIONS = tuple(VERSION_RULES)
 
 # Keys rendered one to one (deployment key → flag), after type checks.
@@ -178,6 +188,12 @@ _STRINGS = (
 )
 _FLAG_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _VERSION = re.compile(r"^(\d+\.\d+\.\d+)(\+ddtree)?$")
+# PEP 440 suffixes after X.Y.Z: .postN, .devN, aN/bN/rcN (with optional separators), and a local label.
+_VERSION_PARTS = re.compile(
+    r"^(?P<release>\d+\.\d+\.\d+)(?P<pre>[-_.]?(a|b|rc|alpha|beta|c)[-_.]?\d*)?(?P<post>[-_.]?post[-_.]?\d*)?"
+    r"(?P<dev>[-_.]?dev[-_.]?\d*)?(?:\+(?P<local>[a-z0-9]+(?:[-_.][a-z0-9]+)*))?$",
+    re.IGNORECASE,
+)
 
 
 class SglangConfigError(ValueError):
@@ -201,10 +217,48 @@ def var(key: str) -> str:
     return VAR_PREFIX + key
 
 
+def _refuse_unsupported_shape(text: str) -> None:
+    """A well-formed version that is not X.Y.Z[+ddtree]: say why it is refused, in SGLang's terms."""
+    parts = _VERSION_PARTS.match(text)
+    if parts is None:
+        return
+    release, supported = parts.group("release"), ", ".join(SUPPORTED_VERSIONS)
+    if parts.group("post"):
+        # Decision (issue 13): a post-release is not mapped to its release's rules. SGLang cuts post-releases
+        # from its main branch like any other release, so their flag spellings are their own; specgate renders
+        # only for versions whose spellings were read from the wheel and resolved by its own resolver (tests/peer).
+        raise SglangConfigError(
+            f"{var('sglang_version')}: SGLang {text} is a post-release of {release}; SGLang cuts post-releases from "
+            f"its main branch like any other release, so specgate does not assume {release}'s flag spellings for "
+            f"it (supported: {supported}). Pin sglang=={release} (sglang_env_packages), or add {text} to "
+            "VERSION_RULES in module_utils/specgate/sglang_flags.py once tests/peer resolves every shipped profile "
+            "with its own parser"
+        )
+    if parts.group("pre") or parts.group("dev"):
+        raise SglangConfigError(
+            f"{var('sglang_version')}: SGLang {text} is a pre-release or development build; specgate renders "
+            f"configs only for releases it has resolved with their own parser (supported: {supported}). "
+            "Pin one of those, or install the DDTree pull request on one and write X.Y.Z+ddtree"
+        )
+    if parts.group("local") and parts.group("local").lower() != "ddtree":
+        raise SglangConfigError(
+            f"{var('sglang_version')}: {text!r} carries the local label +{parts.group('local')}; the only label "
+            "specgate knows is +ddtree (an install carrying sgl-project/sglang#29907). Write X.Y.Z or X.Y.Z+ddtree"
+        )
+
+
 def parse_sglang_version(text: Any) -> SglangTarget:
-    """`0.5.23` → stock release; `0.5.23+ddtree` → that release with the DDTree PR applied."""
-    match = _VERSION.match(str(text).strip()) if isinstance(text, str) else None
+    """`0.5.23` → stock release; `0.5.23+ddtree` → that release with the DDTree PR applied.
+
+    The one rule for supported SGLang versions (the renderer, preflight and the role all call it): a release
+    with a VERSION_RULES row, optionally +ddtree. Post-releases, pre-releases, dev builds and other local
+    labels are refused with the reason.
+    """
+    text = text.strip() if isinstance(text, str) else text
+    match = _VERSION.match(text) if isinstance(text, str) else None
     if match is None:
+        if isinstance(text, str):
+            _refuse_unsupported_shape(text)
         raise SglangConfigError(
             f"{var('sglang_version')}: {text!r} is not an SGLang version; write X.Y.Z, or X.Y.Z+ddtree when the "
             "install carries the DDTree pull request (sgl-project/sglang#29907)"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import pytest
@@ -255,3 +256,43 @@ def test_refusals_name_the_inventory_variable_the_playbook_fed_preflight_from():
     assert "set sglang_service_attention_backend to 'triton'" in renamed[1].fix
     assert "sglang_service_pp_size: 1" in renamed[0].fix
     assert in_users_words(found, {}) == found
+
+
+@pytest.mark.parametrize("version", ["0.5.11", "0.5.15", "0.5.19", "0.5.23", "0.5.23+ddtree"])
+def test_every_version_the_renderer_supports_passes_preflight(version):
+    cuda = "12.9" if version in ("0.5.11", "0.5.15", "0.5.19") else "13.0"
+    assert problems(replace(CT200, sglang_version=version, cuda_version=cuda), gpu(cuda="13.0")) == []
+
+
+@pytest.mark.parametrize(
+    ("version", "reason"),
+    [
+        ("0.5.24", r"0\.5\.24 is not a version specgate renders configs for \(supported: 0\.5\.11, 0\.5\.15"),
+        ("0.5.10", "is not a version specgate renders configs for"),
+        ("0.5.23.post1", r"post-release of 0\.5\.23.*Pin sglang==0\.5\.23"),
+        ("0.5.24rc1", "pre-release or development build"),
+    ],
+)
+def test_a_pin_the_renderer_refuses_is_refused_first_with_the_renderers_reason(version, reason):
+    """One rule (sglang_flags.parse_sglang_version), judged first: before CUDA, the venv and the weights."""
+    found = problems(replace(CT200, sglang_version=version, tp_size=16))  # a second, unrelated problem too
+    assert found[0].variable == "preflight_sglang_version", [str(p) for p in found]
+    assert re.search(reason, found[0].message), found[0].message
+    assert "preflight_tp_size" in [p.variable for p in found[1:]]
+    # The lane and DFLASH checks presume a supported release: no second opinion on the same pin.
+    assert [p.variable for p in found].count("preflight_sglang_version") == 1
+    assert "preflight_cuda_version" not in [p.variable for p in found]
+
+
+def test_preflight_and_the_renderer_agree_on_every_version_shape():
+    from ansible.module_utils.specgate.sglang_flags import SglangConfigError, parse_sglang_version
+
+    for version in ("0.5.11", "0.5.15", "0.5.19", "0.5.23", "0.5.23+ddtree", "0.5.22", "0.5.24",
+                    "0.5.23.post1", "0.5.23+cu130", "0.5.24.dev0", "latest", "0.5"):
+        try:
+            parse_sglang_version(version)
+            renders = True
+        except SglangConfigError:
+            renders = False
+        refused = "preflight_sglang_version" in [p.variable for p in problems(replace(CT200, sglang_version=version))]
+        assert refused is not renders, version

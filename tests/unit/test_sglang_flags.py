@@ -50,6 +50,7 @@ def test_every_rendered_key_uses_dashes_and_values_keep_their_types():
     ("version", "key"),
     [
         ("0.5.11", "speculative-dflash-draft-window-size"),
+        ("0.5.15", "speculative-dflash-draft-window-size"),
         ("0.5.19", "speculative-dflash-draft-window-size"),
         ("0.5.23", "speculative-draft-window-size"),
     ],
@@ -67,7 +68,8 @@ def test_no_draft_window_renders_no_window_key():
 
 @pytest.mark.parametrize(
     ("version", "key"),
-    [("0.5.11", "cuda-graph-max-bs"), ("0.5.19", "cuda-graph-max-bs"), ("0.5.23", "cuda-graph-max-bs-decode")],
+    [("0.5.11", "cuda-graph-max-bs"), ("0.5.15", "cuda-graph-max-bs"), ("0.5.19", "cuda-graph-max-bs"),
+     ("0.5.23", "cuda-graph-max-bs-decode")],
 )
 def test_cuda_graph_max_bs_spelling_per_version(version, key):
     assert server_config(dflash(cuda_graph_max_bs=16), version)[key] == 16
@@ -76,14 +78,17 @@ def test_cuda_graph_max_bs_spelling_per_version(version, key):
 @pytest.mark.parametrize(
     ("version", "expected"),
     [
-        ("0.5.11", {"disable-cuda-graph": True}),
-        ("0.5.19", {"cuda-graph-backend-decode": "disabled"}),
+        ("0.5.11", {"disable-cuda-graph": True, "disable-piecewise-cuda-graph": True}),
+        ("0.5.15", {"cuda-graph-backend-decode": "disabled", "disable-prefill-cuda-graph": True}),
+        ("0.5.19", {"cuda-graph-backend-decode": "disabled", "disable-prefill-cuda-graph": True}),
         ("0.5.23", {"cuda-graph-backend-decode": "disabled", "cuda-graph-backend-prefill": "disabled"}),
     ],
 )
-def test_cuda_graph_off_uses_keys_the_versions_config_loader_accepts(version, expected):
+def test_cuda_graph_off_turns_off_decode_and_prefill_graphs_with_keys_the_loader_accepts(version, expected):
+    """Decode and prefill both: the variable means the same on every version (tests/peer checks the resolved
+    values)."""
     config = server_config(dflash(cuda_graph=False), version)
-    assert {key: config[key] for key in expected} == expected
+    assert {key: config[key] for key in config if "graph" in key} == expected
     assert "disable-cuda-graph" not in config or version == "0.5.11"
 
 
@@ -103,7 +108,7 @@ def test_attention_dp_is_attn_dp_size_on_0_5_23():
     assert "dp-size" not in config
 
 
-@pytest.mark.parametrize("version", ["0.5.11", "0.5.19"])
+@pytest.mark.parametrize("version", ["0.5.11", "0.5.15", "0.5.19"])
 def test_attention_dp_is_dp_size_with_enable_dp_attention_before_0_5_23(version):
     config = server_config({"model_path": TARGET, "tp_size": 8, "attn_dp_size": 8, "enable_dp_lm_head": True}, version)
     assert config["dp-size"] == 8
@@ -116,7 +121,7 @@ def test_separate_dp_and_attention_dp_widths_are_refused_where_sglang_has_one_nu
         server_config({"model_path": TARGET, "tp_size": 8, "dp_size": 2, "attn_dp_size": 8}, "0.5.19")
 
 
-@pytest.mark.parametrize("version", ["0.5.11", "0.5.19"])
+@pytest.mark.parametrize("version", ["0.5.11", "0.5.15", "0.5.19"])
 def test_dflash_with_attention_dp_is_refused_before_0_5_23(version):
     with pytest.raises(SglangConfigError, match=r"sglang_service_attn_dp_size must be null or 1.*0\.5\.23"):
         server_config(dflash(tp_size=8, attn_dp_size=8, enable_dp_lm_head=True), version)
@@ -245,19 +250,43 @@ def test_unknown_algorithm_is_refused():
         server_config(dflash(algorithm="dflash"), "0.5.23")
 
 
-@pytest.mark.parametrize("version", ["0.5.10", "0.5.22", "0.6.0"])
+@pytest.mark.parametrize("version", ["0.5.10", "0.5.22", "0.5.24", "0.6.0"])
 def test_unsupported_sglang_versions_are_refused_with_the_supported_list(version):
-    with pytest.raises(SglangConfigError, match=r"supported: 0\.5\.11, 0\.5\.19, 0\.5\.23"):
+    with pytest.raises(SglangConfigError, match=r"supported: 0\.5\.11, 0\.5\.15, 0\.5\.19, 0\.5\.23"):
         server_config(dflash(), version)
 
 
-@pytest.mark.parametrize("text", ["0.5", "v0.5.23", "0.5.23+cu130", None, 5])
+@pytest.mark.parametrize("version", ["0.5.23.post1", "0.5.19.post2", "0.5.23.post1+ddtree"])
+def test_post_release_is_refused_naming_its_release_and_why(version):
+    """Decided in issue 13: a post-release does not borrow its release's spellings; the refusal says so."""
+    release = r"0\.5\.(23|19)"
+    with pytest.raises(SglangConfigError, match=rf"post-release of {release}.*main branch.*Pin sglang=={release}"):
+        parse_sglang_version(version)
+
+
+@pytest.mark.parametrize("version", ["0.5.24rc1", "0.5.24.dev0", "0.5.23a1"])
+def test_pre_release_and_dev_builds_are_refused_as_such(version):
+    with pytest.raises(SglangConfigError, match="pre-release or development build"):
+        parse_sglang_version(version)
+
+
+def test_0_5_15_renders_exactly_as_0_5_19():
+    for deployment in (dflash(draft_window=2048), dflash(cuda_graph=False), dflash(cuda_graph_max_bs=16)):
+        assert server_config(deployment, "0.5.15") == server_config(deployment, "0.5.19")
+
+
+@pytest.mark.parametrize("text", ["0.5", "v0.5.23", "latest", None, 5])
 def test_malformed_versions_are_refused(text):
     with pytest.raises(SglangConfigError, match="not an SGLang version"):
         parse_sglang_version(text)
 
 
+def test_an_unknown_local_label_is_refused_naming_the_one_label_specgate_knows():
+    with pytest.raises(SglangConfigError, match=r"local label \+cu130.*\+ddtree"):
+        parse_sglang_version("0.5.23+cu130")
+
+
 def test_supported_versions_have_rules():
-    assert SUPPORTED_VERSIONS == ("0.5.11", "0.5.19", "0.5.23")
+    assert SUPPORTED_VERSIONS == ("0.5.11", "0.5.15", "0.5.19", "0.5.23")
     assert parse_sglang_version("0.5.19+ddtree").ddtree
     assert not parse_sglang_version("0.5.19").ddtree

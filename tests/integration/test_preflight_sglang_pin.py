@@ -1,0 +1,63 @@
+"""An SGLang pin the renderer would refuse is refused by preflight, first, before any stage changes the host.
+
+deploy.yml -l ct200 as users run it: the pin comes from sglang_env_packages (or sglang_service_sglang_version),
+preflight judges it with the renderer's own rule (sglang_flags.parse_sglang_version). Judged at the service
+stage, the same refusal came after CUDA, the venv and the weights had changed the host.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import ansible_runner
+import pytest
+
+from integration.preflight_runner import fake_nvidia_smi
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    ("pin", "reason"),
+    [
+        ({"sglang_env_packages": ["sglang==0.5.24"]}, "SGLang 0.5.24 is not a version specgate renders configs for"),
+        ({"sglang_env_packages": ["sglang==0.5.23.post1"]}, "is a post-release of 0.5.23"),
+        ({"sglang_service_sglang_version": "0.5.22"}, "SGLang 0.5.22 is not a version specgate renders configs for"),
+    ],
+    ids=["pin-0.5.24", "pin-0.5.23.post1", "service-version-0.5.22"],
+)
+def test_unsupported_sglang_pin_is_refused_by_preflight_before_anything_changes(tmp_path: Path, pin, reason) -> None:
+    smi = fake_nvidia_smi(tmp_path, "ct200_sm120_pcie")
+    private = tmp_path / "runner"
+    private.mkdir()
+    run = ansible_runner.run(
+        private_data_dir=str(private),
+        project_dir=str(ROOT),
+        playbook=str(ROOT / "deploy.yml"),
+        inventory=str(ROOT / "inventory" / "hosts.yml"),
+        limit="ct200",
+        extravars={
+            "ansible_connection": "local",
+            "ansible_python_interpreter": sys.executable,
+            "preflight_nvidia_smi": str(smi),
+            "preflight_min_free_gib": {"/": 0},
+            **pin,
+        },
+        envvars={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")},
+        # Check mode: were the refusal ever to go missing, the later stages could still not touch this machine.
+        cmdline="--check",
+        quiet=True,
+    )
+    assert run.status == "failed"
+    failures = [e["event_data"] for e in run.events if e["event"] == "runner_on_failed"]
+    assert len(failures) == 1, [f["res"].get("msg") for f in failures]
+    assert failures[0]["role"] == "preflight"
+    message = failures[0]["res"]["msg"]
+    assert "preflight_sglang_version" in message, message
+    assert reason in message, message
+    assert run.stats["changed"] == {}
+    stages_run = {e["event_data"].get("role") for e in run.events if e["event"] == "runner_on_ok"}
+    assert stages_run <= {"preflight", None}

@@ -1,11 +1,13 @@
 """HTTP client for SGLang's API, built for measuring: one shared aiohttp session, streaming /generate parsed with
 as little work per chunk as possible, timestamps taken when bytes arrive.
 
-Per chunk only ``meta_info`` is parsed: SGLang's /generate stream repeats the whole text so far (and its token ids)
-in every event, so parsing the event grows with the output, while the token count, finish reason and
-acceptance sit in ``meta_info``, the event's last key (found with one ``rfind``; any other shape, such as an
-error event, is parsed whole). JSON is read with orjson where the venv has it (a real host's SGLang venv does:
-SGLang depends on it), with the stdlib's json otherwise (the demo's venv has the sim, not orjson).
+No stream event is parsed whole: SGLang's /generate stream repeats the whole text so far (and its token ids) in
+every event, so parsing an event grows with the output, while all the loop needs is the token count. Per event
+``meta_info.completion_tokens`` is read with one ``rfind`` and the digits after it; the last event's ``meta_info``
+(the event's last key: prompt tokens, verify steps, finish reason) is parsed once, after the stream; an event of
+any other shape, such as an error event, is parsed whole. JSON is read with orjson where the venv has it (a real
+host's SGLang venv does: SGLang depends on it), with the stdlib's json otherwise (the demo's venv has the sim, not
+orjson). Measured against SGLang's own client on the same server: scripts/bench_client.py.
 
 Per-token inter-token latency follows SGLang's own benchmark (sglang.benchmark.serving): a chunk carrying n
 new tokens after a gap g contributes n latencies of g/n, so the numbers compare with the community's.
@@ -14,6 +16,7 @@ new tokens after a gap g contributes n latencies of g/n, so the numbers compare 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import json
 import time
 from dataclasses import dataclass, field
@@ -49,6 +52,29 @@ class TransportError(BenchError):
 # errors (a chunked or sized body cut short) and timeouts. On Python 3.10 asyncio.TimeoutError is not the builtin
 # TimeoutError (they merged in 3.11), so both are named.
 TRANSPORT_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, TimeoutError)
+
+
+# glibc's mallopt parameters (malloc.h)
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+_allocator_tuned: bool | None = None
+
+
+def keep_read_buffers_in_heap() -> bool:
+    """asyncio reads a socket into a fresh 256 KiB buffer on every read (selector_events.py, ``max_size``), above
+    glibc malloc's mmap threshold (128 KiB until it adapts) and its trim threshold: in a small process such as this
+    benchmark each streamed event can cost an mmap, a munmap and a heap trim, system time that measured a quarter
+    of the client's CPU per token (17 of 68 µs at C=1; a large process like SGLang's benchmark, whose heap is
+    fragmented, does not pay it). Fixed thresholds of 4 MiB and 64 MiB keep those buffers in the heap. Once per
+    process; glibc only (elsewhere mallopt is absent or does nothing). True when the thresholds were set."""
+    global _allocator_tuned  # noqa: PLW0603 - one process-wide setting, applied once
+    if _allocator_tuned is None:
+        try:
+            mallopt = ctypes.CDLL(None).mallopt
+            _allocator_tuned = bool(mallopt(_M_MMAP_THRESHOLD, 4 << 20)) and bool(mallopt(_M_TRIM_THRESHOLD, 64 << 20))
+        except (OSError, AttributeError, TypeError):
+            _allocator_tuned = False
+    return _allocator_tuned
 
 
 def describe_transport_error(exc: BaseException) -> str:
@@ -97,6 +123,26 @@ def chunk_meta(data: bytes) -> dict | None:
     return meta if isinstance(meta, dict) else None
 
 
+_COMPLETION_KEY = b'"completion_tokens":'
+
+
+def event_completion_tokens(data: bytes) -> int | None:
+    """``meta_info.completion_tokens`` of one /generate stream event, read without parsing JSON (all the loop needs
+    per event; the last event's meta_info is parsed whole once the stream ends); None when it is not there as a
+    plain integer (the caller then parses the event). As with ``chunk_meta``, ``"completion_tokens":`` can only be
+    a key, and in SGLang's events (text, output_ids, meta_info) only meta_info has it."""
+    at = data.rfind(_COMPLETION_KEY)
+    if at < 0:
+        return None
+    start = at + len(_COMPLETION_KEY)
+    while data[start : start + 1] == b" ":
+        start += 1
+    end = start
+    while end < len(data) and 48 <= data[end] <= 57:  # ASCII digits
+        end += 1
+    return int(data[start:end]) if end > start else None
+
+
 def _finish_reason(meta: dict) -> str | None:
     reason = meta.get("finish_reason")
     if isinstance(reason, dict):
@@ -119,6 +165,7 @@ class Client:
         self.session: aiohttp.ClientSession | None = None
 
     async def __aenter__(self) -> Client:
+        keep_read_buffers_in_heap()
         # limit=0: no client-side cap on connections, so C=256 means 256 requests in flight.
         # trust_env=False (aiohttp's default, pinned here): the server is on this host's loopback, and a proxy set
         # in the environment (http_proxy) must neither catch these requests nor sit inside the measured latency.
@@ -220,7 +267,7 @@ class Client:
         start = time.perf_counter()
         last_time = start
         last_tokens = 0
-        meta: dict = {}
+        last_event = b""
         try:
             async with self.session.post(self.base_url + "/generate", json=payload) as resp:
                 if resp.status in (401, 403):
@@ -235,26 +282,14 @@ class Client:
                     data = line[6:].strip()
                     if data == b"[DONE]":
                         break
-                    chunk_info = chunk_meta(data)
-                    if chunk_info is None:
-                        try:
-                            chunk = _loads(data)
-                        except ValueError as exc:
-                            raise TransportError(
-                                f"POST /generate to {self.base_url}: a stream event is not JSON ({data[:80]!r}): "
-                                "the stream was cut or garbled"
-                            ) from exc
-                        if not isinstance(chunk, dict):
-                            raise TransportError(
-                                f"POST /generate to {self.base_url}: a stream event is not a JSON object "
-                                f"({data[:80]!r}): the stream was cut or garbled"
-                            )
-                        if "error" in chunk:
-                            record.error = str(chunk["error"])[:200]
+                    tokens = event_completion_tokens(data)
+                    if tokens is None:  # not the usual event: parse it to say what it is
+                        meta = self._event_meta(data)
+                        if "error" in meta:
+                            record.error = str(meta["error"])[:200]
                             return record
-                        chunk_info = chunk.get("meta_info") or {}
-                    meta = chunk_info
-                    tokens = int(meta.get("completion_tokens") or 0)
+                        tokens = int(meta.get("completion_tokens") or 0)
+                    last_event = data
                     new = tokens - last_tokens
                     if new <= 0:
                         continue
@@ -269,13 +304,37 @@ class Client:
             # recording it as one failed request would let the cell's numbers stand on the survivors.
             raise self._broken("POST /generate", exc, last_tokens) from exc
         record.latency = time.perf_counter() - start
-        record.completion_tokens = last_tokens
+        # the last event's meta_info, parsed once: its totals, finish reason and acceptance are the request's
+        meta = self._event_meta(last_event) if last_event else {}
+        record.completion_tokens = int(meta.get("completion_tokens") or last_tokens)
         record.prompt_tokens = meta.get("prompt_tokens")
         verify = meta.get("spec_verify_ct")
         record.verify_ct = int(verify) if verify else None
         record.finish_reason = _finish_reason(meta)
         record.ok = True
         return record
+
+    def _event_meta(self, data: bytes) -> dict:
+        """meta_info of one stream event (only that object parsed when it can be); ``{"error": ...}`` for an error
+        event; TransportError for an event that is not a JSON object (the stream was cut or garbled)."""
+        meta = chunk_meta(data)
+        if meta is not None:
+            return meta
+        try:
+            chunk = _loads(data)
+        except ValueError as exc:
+            raise TransportError(
+                f"POST /generate to {self.base_url}: a stream event is not JSON ({data[:80]!r}): "
+                "the stream was cut or garbled"
+            ) from exc
+        if not isinstance(chunk, dict):
+            raise TransportError(
+                f"POST /generate to {self.base_url}: a stream event is not a JSON object ({data[:80]!r}): "
+                "the stream was cut or garbled"
+            )
+        if "error" in chunk:
+            return {"error": chunk["error"]}
+        return chunk.get("meta_info") or {}
 
     async def prompt_tokens(self, text: str) -> int:
         """How many tokens the server's tokenizer makes of ``text`` (one generated token, then read meta_info)."""

@@ -8,11 +8,22 @@ import random
 import pytest
 from ansible.module_utils.specgate import bench_client
 from ansible.module_utils.specgate.bench_cells import server_acceptance
-from ansible.module_utils.specgate.bench_client import GENERATION_TOKENS, SPEC_VERIFY_CALLS, chunk_meta
+from ansible.module_utils.specgate.bench_client import (
+    GENERATION_TOKENS,
+    SPEC_VERIFY_CALLS,
+    chunk_meta,
+    event_completion_tokens,
+)
 
 pytestmark = pytest.mark.host
 
-TRICKY = ['"meta_info": {"completion_tokens": 999}}', "}", "{", "\\", '\\"', "\n", "é", "✓", '"', ",", "]"]
+# text that looks like the keys the shortcuts search for, and JSON's own punctuation and escapes
+TRICKY = [
+    '"meta_info": {"completion_tokens": 999}}',
+    '"completion_tokens":7',
+    "completion_tokens",
+    *("}", "{", "\\", '\\"', "\n", "é", "✓", '"', ",", "]"),
+]
 
 
 def _meta(n: int) -> dict:
@@ -47,6 +58,14 @@ def test_only_meta_info_is_parsed_and_it_equals_the_whole_events(parser, compact
         text = "".join(rng.choice([*TRICKY, "word ", "x"]) for _ in range(n))
         data = _event(text, n, compact=compact)
         assert chunk_meta(data) == json.loads(data)["meta_info"] == _meta(n)
+        assert event_completion_tokens(data) == n  # read without parsing, text notwithstanding
+
+
+def test_events_without_a_plain_token_count_are_left_to_the_parse():
+    assert event_completion_tokens(b'{"error": {"message": "boom"}}') is None
+    assert event_completion_tokens(b'{"text": "t", "meta_info": {"completion_tokens": null}}') is None
+    assert event_completion_tokens(b'{"text": "t", "meta_info": {"completion_tokens":') is None
+    assert event_completion_tokens(b"{not json") is None
 
 
 def test_events_of_another_shape_are_left_to_the_whole_parse(parser):

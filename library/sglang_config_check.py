@@ -19,11 +19,15 @@ from ansible.module_utils.specgate.sglang_resolve import (
 DOCUMENTATION = r"""
 ---
 module: sglang_config_check
-short_description: Check an SGLang server config with SGLang's own argument resolver on the host
+short_description: Check an SGLang server config with SGLang's own parser, resolver and launcher checks on the host
 description:
   - Runs the engine venv's Python on a small driver that imports the server-args module, calls
     C(prepare_server_args(["--config", config, *extra_argv])) and the version's resolution
-    (C(resolve_once()) where it exists), exactly as C(sglang serve) would before loading any weights.
+    (C(resolve_once()) where it exists), then the launcher's own checks in the launcher's order, as
+    C(sglang serve) runs them before any process loads weights - C(load_plugins), C(check_server_args()),
+    C(resolve_auto_parsers) for an C(auto) parser, the target and draft model configs, and for DFLASH the strict
+    draft-config parse that resolution only warns about.
+  - A server-args module that is not SGLang's (the simulator) runs only the C(check_server_args) it defines.
   - Every top-level key of the config must be an exact option string of that version's parser; argparse's
     abbreviation matching would otherwise accept a prefix silently.
   - Read-only, so it runs in check mode too. Fails the task with SGLang's own message when the config is
@@ -112,6 +116,17 @@ resolved:
   returned: when accepted
   type: dict
   sample: {"speculative_algorithm": "DFLASH", "speculative_num_draft_tokens": 8, "tp_size": 8}
+stage:
+  description: Where SGLang refused the config - C(parse), C(resolve) or C(launcher:<check>); null when accepted.
+  returned: always
+  type: str
+  sample: "launcher:check_server_args"
+launcher_checks:
+  description: The launcher's checks that ran, in the launcher's order.
+  returned: always
+  type: list
+  elements: str
+  sample: ["load_plugins", "check_server_args", "model_config", "draft_model_config", "dflash_draft_config"]
 unknown_keys:
   description: Config keys that are not exact option strings of the version's parser.
   returned: always

@@ -1,4 +1,4 @@
-"""Check a rendered `--config` with the host's own SGLang resolver, through resolver_driver.py.
+"""Check a rendered `--config` with the host's own SGLang (parser, resolver, launcher checks), via resolver_driver.py.
 
 The driver runs under the engine venv's Python (SGLang is not importable by the module's interpreter), so it
 is written to a private temporary directory and run as a script; its answer comes back as a JSON file.
@@ -35,6 +35,10 @@ class CheckResult:
     message: str
     resolved: dict[str, Any] | None = None
     unknown_keys: list[str] = field(default_factory=list)
+    # "parse", "resolve" or "launcher:<check>" when rejected (resolver_driver.resolve_case); None when accepted.
+    stage: str | None = None
+    # The launcher's checks that ran (resolver_driver.launcher_checks), in order.
+    launcher_checks: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -42,6 +46,8 @@ class CheckResult:
             "message": self.message,
             "resolved": self.resolved,
             "unknown_keys": self.unknown_keys,
+            "stage": self.stage,
+            "launcher_checks": self.launcher_checks,
         }
 
 
@@ -80,11 +86,13 @@ def interpret(answer: dict[str, Any]) -> CheckResult:
     if len(results) != 1:
         raise ResolverUnavailable(f"the resolver answered {len(results)} results for one config")
     result = results[0]
+    checks = list(result.get("launcher_checks") or [])
     if result.get("ok"):
-        return CheckResult(rejected=False, message="SGLang's resolver accepts the config",
-                           resolved=result.get("resolved") or {})
+        return CheckResult(rejected=False, message="SGLang's parser, resolver and launcher checks accept the config",
+                           resolved=result.get("resolved") or {}, launcher_checks=checks)
     return CheckResult(rejected=True, message=str(result.get("error") or "rejected without a message"),
-                       unknown_keys=list(result.get("unknown_keys") or []))
+                       unknown_keys=list(result.get("unknown_keys") or []), stage=result.get("stage"),
+                       launcher_checks=checks)
 
 
 Runner = Callable[..., subprocess.CompletedProcess]

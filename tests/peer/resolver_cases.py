@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 from ansible.module_utils.specgate import resolver_driver
 from ansible.module_utils.specgate.sglang_flags import SUPPORTED_VERSIONS, VERSION_RULES, server_config
-from specgate_sim.fixtures import dflash_config, target_config
+from specgate_sim.fixtures import TARGET_LAYERS, dflash_config, target_config
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DRIVER = PROJECT_ROOT / "module_utils" / "specgate" / "resolver_driver.py"
@@ -41,6 +41,7 @@ class Case:
     config: dict[str, Any]
     versions: tuple[str, ...] = SUPPORTED_VERSIONS
     expect_error: str | dict[str, str] | None = None  # substring of the resolver's message (or per version)
+    expect_stage: str | None = None  # where SGLang must refuse it (resolver_driver: "launcher:<check>", ...)
     sim: bool = True  # whether the sim (modelled on 0.5.23 with the DDTree PR) must agree
     extra_argv: list[str] = field(default_factory=list)
     check: Callable[[dict[str, Any], str], None] | None = None  # asserts on the resolved fields
@@ -69,7 +70,7 @@ KNOWN_BAD = (
     Case("attention_dp_without_dp_lm_head", _dflash(**{"tp-size": 8, "__attn_dp__": 8}), versions=("0.5.23",),
          expect_error="DFLASH with dp attention requires --enable-dp-lm-head"),
     Case("dflash_with_attention_dp_before_0_5_23", _dflash(**{"tp-size": 8, "__attn_dp__": 8}),
-         versions=("0.5.11", "0.5.19"), sim=False,
+         versions=("0.5.11", "0.5.15", "0.5.19"), sim=False,
          expect_error="Currently DFLASH speculative decoding does not support dp attention"),
     Case("draft_window_smaller_than_block",
          _dflash(**{"speculative-dflash-block-size": 8, "__window__": 4}),
@@ -79,11 +80,56 @@ KNOWN_BAD = (
     # The sim is the DDTree-patched 0.5.23, so it knows DDTREE; stock SGLang must not.
     Case("ddtree_on_stock_sglang", _dflash(**{"speculative-algorithm": "DDTREE"}), sim=False,
          expect_error={"0.5.11": "argument --speculative-algorithm: invalid choice: 'DDTREE'",
+                       "0.5.15": "Unknown speculative algorithm name: DDTREE",
                        "0.5.19": "Unknown speculative algorithm name: DDTREE",
                        "0.5.23": "Unknown speculative algorithm name: DDTREE"}),
     Case("abbreviated_key", {"model-path": "{target}", "speculative-algo": "DFLASH"},
          expect_error="are not option strings"),
 )
+
+
+# What the launcher runs after resolution and before loading weights, in its order, for a DFLASH config with
+# no "auto" parser (resolver_driver.launcher_checks): every supported version must run every one of them, so a
+# check a version renamed or moved fails here instead of silently not running on hosts.
+LAUNCHER_CHECKS_DFLASH = ("load_plugins", "check_server_args", "model_config", "draft_model_config",
+                          "dflash_draft_config")
+# Drafter fixtures beside the good one (write_model_dirs): a target layer id past the target's last layer.
+BAD_DRAFTERS = {"drafter_layer_out_of_range": dflash_config(DRAFTER_BLOCK_SIZE, 2, [1, TARGET_LAYERS + 3])}
+
+
+def launcher_refuses_cases(version: str) -> list[Case]:
+    """Configs specgate's renderer emits that SGLang's resolution accepts and its launcher refuses before loading
+    weights (each with the launcher check that refuses it): the pre-check must refuse them too."""
+    base = {"model_path": "{target}", "drafter_path": "{drafter}", "algorithm": "DFLASH", "block_size": 8}
+
+    def case(name: str, deployment: dict[str, Any], error: str, stage: str = "launcher:check_server_args") -> Case:
+        return Case(f"{name}@{version}", server_config({**base, **deployment}, version), versions=(version,),
+                    expect_error=error, expect_stage=stage, sim=False)
+
+    cases = [
+        # sglang 0.5.23 srt/arg_groups/validation_hook.py::check_server_args (0.5.11-0.5.15: srt/server_args.py)
+        case("served_model_name_with_colon", {"served_model_name": "kimi-k2.6:fp8"},
+             "served_model_name cannot contain a colon (':') character"),
+        case("chunked_prefill_not_a_multiple_of_page_size",
+             {"chunked_prefill_size": 8100, "extra_args": {"page-size": 64}},
+             "chunked_prefill_size must be divisible by page_size"),
+        case("tokenizer_worker_num_zero", {"extra_args": {"tokenizer-worker-num": 0}},
+             "Tokenizer worker num must >= 1"),
+        # sglang 0.5.23 srt/speculative/dflash_utils.py::DFlashDraftConfig.resolve_target_layer_ids, run by the
+        # target's model runner before loading weights; resolution never looks (the block size is given).
+        case("dflash_draft_layer_out_of_range", {"drafter_path": "{drafter_layer_out_of_range}"},
+             "DFLASH target_layer_ids contains an out-of-range layer id", "launcher:dflash_draft_config"),
+    ]
+    if version == "0.5.11":
+        # sglang 0.5.11 srt/server_args.py::check_server_args (gone from check_server_args in 0.5.15)
+        cases.append(case("two_batch_overlap_without_a2a_backend", {"extra_args": {"enable-two-batch-overlap": True}},
+                          "When enabling two batch overlap, moe_a2a_backend cannot be 'none'."))
+    else:
+        # sglang 0.5.15 srt/server_args.py::check_server_args (not in 0.5.11)
+        cases.append(case("cuda_graph_padding_off_with_torch_compile",
+                          {"extra_args": {"disable-cuda-graph-padding": True, "enable-torch-compile": True}},
+                          "--disable-cuda-graph-padding is incompatible with --enable-torch-compile"))
+    return cases
 
 
 def expected_error(case: Case, version: str) -> str:
@@ -152,14 +198,43 @@ def feature_cases(version: str) -> list[Case]:
         Case(f"cuda_graph_max_bs@{version}", max_bs, versions=(version,), check=_expect_fields(
             **{"cuda_graph_max_bs_decode|cuda_graph_max_bs": 16})),
         Case(f"cuda_graph_off@{version}", graphs_off, versions=(version,), check=_graphs_off),
+        # The control: without the switch both phases capture, so the check above can tell on from off.
+        Case(f"cuda_graph_default@{version}", server_config(base, version), versions=(version,), check=_graphs_on),
         Case(f"attention_dp@{version}", attn_dp, versions=(version,), check=_attention_dp),
     ]
 
 
+def graph_backends(resolved: dict[str, Any]) -> tuple[Any, Any]:
+    """(decode, prefill) CUDA-graph backends as SGLang resolved them; "disabled" when a phase captures none.
+    0.5.15+ resolve one cuda_graph_config with a backend per phase (0.5.19: srt/arg_groups/cuda_graph_hook.py);
+    0.5.11 has two switches: disable_cuda_graph (decode) and disable_piecewise_cuda_graph (prefill, read alone by
+    srt/model_executor/model_runner.py::init_piecewise_cuda_graphs)."""
+    config = resolved.get("cuda_graph_config")
+    if isinstance(config, dict) and "decode" in config and "prefill" in config:
+        return config["decode"]["backend"], config["prefill"]["backend"]
+    decode = "disabled" if resolved["disable_cuda_graph"] else "full"
+    prefill = "disabled" if resolved["disable_piecewise_cuda_graph"] else "piecewise"
+    return decode, prefill
+
+
 def _graphs_off(resolved: dict[str, Any], version: str) -> None:
-    assert resolved.get("disable_cuda_graph") is True or resolved.get("cuda_graph_backend_decode") == "disabled", (
-        f"SGLang {version} still captures decode CUDA graphs"
+    assert graph_backends(resolved) == ("disabled", "disabled"), (
+        f"SGLang {version} still captures CUDA graphs with sglang_service_cuda_graph false: "
+        f"(decode, prefill) = {graph_backends(resolved)}"
     )
+
+
+# Versions whose defaults capture prefill graphs for the fixture target (0.5.11 piecewise, 0.5.15/0.5.19
+# tc_piecewise); 0.5.23 resolves the prefill phase "disabled" for it by itself, so there only decode tells on
+# from off.
+PREFILL_GRAPHS_BY_DEFAULT = ("0.5.11", "0.5.15", "0.5.19")
+
+
+def _graphs_on(resolved: dict[str, Any], version: str) -> None:
+    decode, prefill = graph_backends(resolved)
+    assert decode != "disabled", f"SGLang {version} resolved no decode CUDA graph by default"
+    if version in PREFILL_GRAPHS_BY_DEFAULT:
+        assert prefill != "disabled", f"SGLang {version} resolved no prefill CUDA graph by default"
 
 
 def _attention_dp(resolved: dict[str, Any], version: str) -> None:
@@ -205,6 +280,7 @@ def write_model_dirs(root: Path) -> dict[str, str]:
     for name, config in (
         ("target", target_config()),
         ("drafter", dflash_config(DRAFTER_BLOCK_SIZE, 2, [1, 2])),
+        *BAD_DRAFTERS.items(),
     ):
         (root / name).mkdir()
         (root / name / "config.json").write_text(json.dumps(config))

@@ -1,4 +1,5 @@
-"""SGLang's own resolver, per supported version, on every shipped profile x preset and on known-bad configs.
+"""SGLang's own parser, resolver and launcher checks, per supported version, on every shipped profile x preset,
+on known-bad configs, and on rendered configs only the launcher refuses ("launcher refuses" table).
 
 Needs the CPU resolver venv (scripts/setup_sglang_resolver_venv). One driver process per SGLang version
 resolves all of that version's cases; the versions run concurrently.
@@ -9,15 +10,18 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 from ansible.module_utils.specgate.sglang_flags import SUPPORTED_VERSIONS
 from resolver_cases import (
     DDTREE_ONLY_KEYS,
     KNOWN_BAD,
+    LAUNCHER_CHECKS_DFLASH,
     Case,
     expand,
     expected_error,
     feature_cases,
     launch_driver,
+    launcher_refuses_cases,
     require_resolver_venv,
     shipped_cases,
     write_case_files,
@@ -28,7 +32,8 @@ DRIVER_TIMEOUT_S = 300
 
 
 def _cases(version: str) -> list[Case]:
-    return [*shipped_cases(version), *feature_cases(version), *(c for c in KNOWN_BAD if version in c.versions)]
+    return [*shipped_cases(version), *feature_cases(version), *(c for c in KNOWN_BAD if version in c.versions),
+            *launcher_refuses_cases(version)]
 
 
 @pytest.fixture(scope="session")
@@ -86,6 +91,23 @@ def test_known_bad_config_is_rejected_with_sglangs_own_message(version, case, pe
     assert expected_error(case, version) in result["error"], f"SGLang {version} said: {result['error']}"
 
 
+@pytest.mark.parametrize(("version", "case"), _params(launcher_refuses_cases))
+def test_launcher_refuses_what_resolution_accepts_and_the_check_refuses_it_too(version, case, peer_results):
+    """The stage proves the point: parsing and resolution passed, and the launcher's own check refused."""
+    result = peer_results[version]["results"][case.id]
+    assert not result["ok"], f"SGLang {version} accepted {case.id} (launcher checks run: {result['launcher_checks']})"
+    assert expected_error(case, version) in result["error"], f"SGLang {version} said: {result['error']}"
+    assert result["stage"] == case.expect_stage, f"SGLang {version} refused {case.id} at {result['stage']}"
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_every_launcher_check_runs_on_every_version(version, peer_results):
+    """A shipped DFLASH rendering runs every launcher check, in the launcher's order: none is missing or renamed."""
+    result = peer_results[version]["results"]["dflash-bs8+ct200-ep8"]
+    assert result["ok"], result["error"]
+    assert tuple(result["launcher_checks"]) == LAUNCHER_CHECKS_DFLASH
+
+
 def test_config_check_logic_reports_sglangs_rejection_end_to_end(model_dirs, tmp_path, monkeypatch):
     """What sglang_config_check runs on a host (driver written to a temp file, run by another Python)."""
     from ansible.module_utils.specgate.sglang_resolve import check_config
@@ -98,3 +120,21 @@ def test_config_check_logic_reports_sglangs_rejection_end_to_end(model_dirs, tmp
     result = check_config(str(venv / "bin" / "python"), str(config), extra_argv=["--device", "cuda"])
     assert result.rejected
     assert result.message == "ValueError: Currently DFLASH speculative decoding only supports pp_size == 1."
+
+
+def test_config_check_refuses_what_only_the_launcher_refuses_end_to_end(model_dirs, tmp_path, monkeypatch):
+    """sglang_config_check's own code path (driver shipped to a temp file, another Python) on the issue's example,
+    on the oldest supported version (the table above covers every version through the same driver)."""
+    version = "0.5.11"
+    from ansible.module_utils.specgate.sglang_flags import server_config
+    from ansible.module_utils.specgate.sglang_resolve import check_config
+
+    venv = require_resolver_venv()
+    config = tmp_path / "server.yaml"
+    rendered = server_config({"model_path": model_dirs["target"], "served_model_name": "kimi-k2.6:fp8"}, version)
+    config.write_text(yaml.safe_dump(rendered))
+    monkeypatch.setenv("PYTHONPATH", str(venv / "versions" / version))
+    result = check_config(str(venv / "bin" / "python"), str(config), extra_argv=["--device", "cuda"])
+    assert result.rejected
+    assert "served_model_name cannot contain a colon" in result.message
+    assert result.stage == "launcher:check_server_args"

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.specgate.bench_report import bench_markdown
-from ansible.module_utils.specgate.code_eval import Limits, Sandbox, SandboxError, is_pending, judge_runs
+from ansible.module_utils.specgate.code_eval import (
+    Limits,
+    Sandbox,
+    SandboxError,
+    interpreter_behind,
+    is_pending,
+    judge_runs,
+)
 
 DOCUMENTATION = r"""
 ---
@@ -36,7 +43,8 @@ options:
   python:
     description:
       - Absolute path of the Python that runs the code inside the unit (C(-I -S), standard library only).
-      - It must be readable by any user and outside the homes, e.g. the serving venv's.
+      - It must be readable by any user and outside the homes, e.g. the serving venv's. A venv's C(python) is
+        resolved to the interpreter behind it (its symlinks followed), which runs the code the same way.
     type: path
     required: true
   timeout_s:
@@ -116,7 +124,7 @@ def main() -> None:
     if p["timeout_s"] <= 0 or p["memory_mb"] < 64 or p["tasks"] < 1 or p["concurrency"] < 1:
         module.fail_json(msg="spec_code_eval needs timeout_s > 0, memory_mb >= 64, tasks >= 1 and concurrency >= 1")
     sandbox = Sandbox(
-        python=p["python"],
+        python=interpreter_behind(p["python"]),
         limits=Limits(timeout_s=p["timeout_s"], memory_bytes=p["memory_mb"] * 1024 * 1024, tasks=p["tasks"]),
         inaccessible=tuple(p["inaccessible_paths"]),
         systemd_run=module.get_bin_path("systemd-run") or "systemd-run",

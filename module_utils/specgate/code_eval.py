@@ -245,6 +245,13 @@ class Sandbox:
         )
 
 
+def interpreter_behind(python: str) -> str:
+    """The interpreter a venv's ``python`` stands for: the answers run with ``-I -S`` (no site-packages, no
+    environment), so the venv adds nothing to them, and the sandbox's private /tmp must not hide the binary when
+    the venv itself lives under /tmp. On a host the venv's base is the system's /usr/bin/python3.X."""
+    return os.path.realpath(python)
+
+
 def unit_name() -> str:
     return f"specgate-eval-{secrets.token_hex(6)}"
 

@@ -20,6 +20,7 @@ from ansible.module_utils.specgate.code_eval import (
     Sandbox,
     SandboxError,
     extract_code,
+    interpreter_behind,
     judge,
     run_asserts,
     summarize,
@@ -376,3 +377,16 @@ def test_without_pending_evals_nothing_runs_and_no_launcher_is_needed():
 def test_the_stand_in_is_only_a_test_double():
     assert os.access(DOUBLE, os.X_OK)
     assert "tests only" in Path(DOUBLE).read_text(encoding="utf-8")
+
+
+def test_a_venvs_python_is_run_as_the_interpreter_behind_it_so_a_private_tmp_cannot_hide_it(tmp_path):
+    # A venv under /tmp (a CI clone) would vanish behind the unit's private /tmp; -I -S needs nothing from it.
+    base = tmp_path / "base" / "python3.11"
+    base.parent.mkdir()
+    base.write_text("")
+    venv_bin = tmp_path / "venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "python3.11").symlink_to(base)
+    (venv_bin / "python").symlink_to("python3.11")
+    assert interpreter_behind(str(venv_bin / "python")) == str(base)
+    assert interpreter_behind(str(base)) == str(base)

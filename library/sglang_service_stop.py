@@ -16,7 +16,9 @@ from ansible.module_utils.specgate.unit_processes import (
     cgroup_pids,
     descendants,
     parse_systemctl_show,
+    stop_is_needed,
     wait_until_gone,
+    was_running,
 )
 
 DOCUMENTATION = r"""
@@ -109,7 +111,8 @@ gpu:
 
 def unit_pids(module: AnsibleModule, unit: str) -> tuple[dict[str, str], set[int]]:
     rc, out, err = module.run_command(
-        ["systemctl", "show", unit, "-p", "ActiveState", "-p", "MainPID", "-p", "ControlGroup", "-p", "LoadState"]
+        ["systemctl", "show", unit, "-p", "ActiveState", "-p", "SubState", "-p", "MainPID", "-p", "ControlGroup",
+         "-p", "LoadState"]
     )
     if rc != 0:
         module.fail_json(msg=f"systemctl show {unit} failed: {err.strip() or out.strip()}")
@@ -139,13 +142,13 @@ def main() -> None:
     p = module.params
     props, pids = unit_pids(module, p["unit"])
     was_active = props.get("ActiveState", "unknown")
-    running = was_active in ("active", "activating", "reloading", "deactivating")
+    running = was_running(props)
     result = {"was_active": was_active, "pids": sorted(pids), "changed": running}
     if module.check_mode:
         module.exit_json(**result)
 
     started = time.monotonic()
-    if running:
+    if stop_is_needed(props):
         rc, out, err = module.run_command(["systemctl", "stop", p["unit"]])
         if rc != 0:
             module.fail_json(msg=f"systemctl stop {p['unit']} failed: {err.strip() or out.strip()}", **result)

@@ -28,6 +28,25 @@ def parse_systemctl_show(text: str) -> dict[str, str]:
     return props
 
 
+RUNNING_STATES = ("active", "activating", "reloading", "deactivating")
+
+
+def stop_is_needed(props: dict[str, str]) -> bool:
+    """Whether ``systemctl stop`` must be sent to the unit ``props`` (``systemctl show``) describes.
+
+    Every loaded unit is stopped, even one that looks inactive: while systemd carries out an automatic
+    restart (Restart=on-failure after a crash), the unit passes through ``inactive`` with a start job
+    queued, and only a stop cancels that job. Skipping the stop there let a crashed candidate's restart
+    start the engine beside the rollback's own start. Stopping an inactive unit changes nothing.
+    """
+    return props.get("LoadState", "loaded") not in ("not-found", "masked")
+
+
+def was_running(props: dict[str, str]) -> bool:
+    """Whether the unit was serving, starting or about to restart (what a stop changes)."""
+    return props.get("ActiveState", "") in RUNNING_STATES or props.get("SubState", "") == "auto-restart"
+
+
 def cgroup_pids(control_group: str, roots: Iterable[str] = CGROUP_ROOTS) -> set[int]:
     """PIDs in the unit's cgroup (and its sub-cgroups), on cgroup v2, hybrid or v1 layouts."""
     if not control_group:

@@ -52,6 +52,14 @@ class Run:
                 return event["event_data"]
         return {}
 
+    @property
+    def failure(self) -> str:
+        """The message of the task that ended the play (the last failure), or "" when none failed."""
+        for event in reversed(self.events):
+            if event.get("event") == "runner_on_failed" and not event.get("event_data", {}).get("ignore_errors"):
+                return str(event["event_data"].get("res", {}).get("msg", ""))
+        return ""
+
     def changed_count(self) -> int:
         return sum(self.stats.get("changed", {}).values())
 

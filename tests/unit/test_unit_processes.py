@@ -16,7 +16,9 @@ from ansible.module_utils.specgate.unit_processes import (
     parse_systemctl_show,
     pid_alive,
     port_open,
+    stop_is_needed,
     wait_until_gone,
+    was_running,
 )
 from fake_clock import FakeClock
 
@@ -181,3 +183,18 @@ def test_wait_really_kills_a_process_that_ignores_sigterm():
         if child.poll() is None:
             child.kill()
         child.wait()
+
+
+def test_a_unit_between_a_crash_and_its_automatic_restart_is_still_stopped():
+    # systemd's restart job passes the unit through inactive with a start queued: only a stop cancels it.
+    restarting = {"LoadState": "loaded", "ActiveState": "inactive", "SubState": "dead"}
+    assert stop_is_needed(restarting)
+    assert stop_is_needed({"LoadState": "loaded", "ActiveState": "activating", "SubState": "auto-restart"})
+    assert not stop_is_needed({"LoadState": "not-found", "ActiveState": "inactive", "SubState": "dead"})
+
+
+def test_a_unit_waiting_to_restart_counts_as_running_and_a_dead_one_does_not():
+    assert was_running({"ActiveState": "activating", "SubState": "auto-restart"})
+    assert was_running({"ActiveState": "active", "SubState": "running"})
+    assert not was_running({"ActiveState": "inactive", "SubState": "dead"})
+    assert not was_running({"ActiveState": "failed", "SubState": "failed"})

@@ -118,7 +118,7 @@ def test_a_candidate_that_crashes_on_start_fails_with_the_journal_and_the_previo
     assert run.status == "failed"
     assert "did not become ready" in run.stdout
     assert "CUDA out of memory" in run.stdout, "the journal excerpt with the engine's own error is missing"
-    assert f"Rolled back: release {serving} is serving again" in run.stdout
+    assert f"Rolled back: release {serving} is serving again" in run.failure, run.failure
     assert release_of(host, "active") == serving
     assert release_of(host, "known-good") == serving
     assert server_info(PORT)["speculative_num_draft_tokens"] == 8
@@ -166,7 +166,7 @@ def test_a_rollback_restores_known_good_on_its_own_port_not_the_failed_candidate
     # The candidate moves to another port and crashes: known-good comes back where it always served.
     run = deploy({"SPECGATE_SIM_FAULT_CRASH_DURING_LOAD": "1"}, sglang_service_port=PORT + 2)
     assert run.status == "failed"
-    assert f"Rolled back: release {serving} is serving again" in run.stdout
+    assert f"Rolled back: release {serving} is serving again" in run.failure, run.failure
     assert run.results("Fail with the candidate's failure and the failed rollback") == []
     assert release_of(host, "active") == serving
     assert server_info(PORT)["speculative_num_draft_tokens"] == 8
@@ -176,7 +176,7 @@ def test_a_candidate_that_never_becomes_healthy_is_abandoned_at_the_load_timeout
     run = deploy({"SPECGATE_SIM_FAULT_NEVER_HEALTHY": "1"}, sglang_service_load_timeout=4)
     assert run.status == "failed"
     assert "not healthy after 4 s" in run.stdout
-    assert f"Rolled back: release {serving} is serving again" in run.stdout
+    assert f"Rolled back: release {serving} is serving again" in run.failure, run.failure
     assert release_of(host, "active") == serving
     assert host.service("sglang").is_running
     assert server_info(PORT)["speculative_num_draft_tokens"] == 8

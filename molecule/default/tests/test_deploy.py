@@ -1,7 +1,7 @@
 """After deploy.yml: the host serves the gated release, and every stage left its real state behind.
 
-Shared by the scenarios that deploy the demo settings by different paths (default: root over podman; ssh: an
-ordinary user over SSH with sudo), so both are held to the same state. Each names its service port in the
+Shared by the scenarios that deploy the demo settings by different paths (default: an ordinary user over SSH
+with sudo; debian13: root over podman), so both are held to the same state. Each names its service port in the
 verifier's environment; the host is inspected as root through podman, whichever path deployed it.
 """
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import testinfra
 
-testinfra_hosts = ["podman://specgate-ssh"]
+testinfra_hosts = [f"podman://specgate-{os.environ['MOLECULE_SCENARIO_NAME']}"]
 
 USER = os.environ["SPECGATE_VERIFY_SSH_USER"]
 PORT = int(os.environ["SPECGATE_VERIFY_SSH_PORT"])

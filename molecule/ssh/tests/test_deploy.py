@@ -1,1 +1,0 @@
-../../default/tests/test_deploy.py

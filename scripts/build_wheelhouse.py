@@ -5,7 +5,8 @@ Air-gapped GPU hosts are common, and the podman test hosts here cannot verify Py
 chain either, so specgate ships packages to hosts as a directory of wheels that sglang_env installs
 with `--no-index --find-links`. Wheels are fetched for the *host's* interpreter (Debian 12: CPython
 3.11, manylinux x86_64), not the controller's. The sim package is built from sim/ when asked for.
-A wheelhouse whose inputs did not change is reused as is (stamp file), so repeated runs are instant.
+A wheelhouse whose inputs did not change is reused as is (stamp file), so repeated runs are instant. Builders of
+one wheelhouse take turns (a lock beside it): molecule scenarios in parallel lanes share theirs.
 
     scripts/build_wheelhouse.py --out .cache/wheelhouse/sim --with-sim aiohttp==3.13.2 ...
 """
@@ -13,6 +14,7 @@ A wheelhouse whose inputs did not change is reused as is (stamp file), so repeat
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import subprocess
 import sys
@@ -46,6 +48,14 @@ def main() -> int:
     stamp_input = "\n".join([args.python_version, str(args.no_deps), *sorted(args.requirements),
                              sim_source_digest() if args.with_sim else ""])
     stamp = hashlib.sha256(stamp_input.encode()).hexdigest()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with open(args.out.with_name(args.out.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if the build fails
+        return build(args, stamp)
+
+
+def build(args: argparse.Namespace, stamp: str) -> int:
+    """Fill ``args.out`` with the wheels asked for, unless its stamp says it already holds them."""
     stamp_file = args.out / ".specgate-wheelhouse"
     if stamp_file.is_file() and stamp_file.read_text().strip() == stamp:
         print(f"wheelhouse {args.out}: up to date")

@@ -146,6 +146,7 @@ except OSError as e:
 try:
     with open("probe.txt", "w") as f:
         f.write("x")
+    os.unlink("probe.txt")
     report["write_tmp"] = "written"
 except OSError as e:
     report["write_tmp"] = why(e)

@@ -12,8 +12,18 @@ Errors name the `sglang_service_*` variable to change; they are raised as `Sglan
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from typing import Any
+
+from ansible.module_utils.common.validation import (
+    check_type_bool,
+    check_type_dict,
+    check_type_float,
+    check_type_int,
+    check_type_str,
+)
 
 VAR_PREFIX = "sglang_service_"
 
@@ -151,41 +161,69 @@ _DIRECT = {
     "enable_dp_lm_head": "enable-dp-lm-head",
 }
 
+# Each deployment key's type, as the sglang_service role's meta/argument_specs.yml declares its variable
+# (tests/unit/test_sglang_flags_contract.py fails when the two differ). The renderer coerces with Ansible's own
+# type checks, as argument_specs do, so what preflight judged is what renders: `-e sglang_service_block_size=16`
+# arrives as the string "16" and renders as 16.
+DEPLOYMENT_TYPES = {
+    "model_path": "path",
+    "served_model_name": "str",
+    "host": "str",
+    "port": "int",
+    "algorithm": "str",
+    "drafter_path": "path",
+    "drafter_revision": "str",
+    "block_size": "int",
+    "ddtree_budget": "int",
+    "ddtree_topk": "int",
+    "draft_window": "int",
+    "num_steps": "int",
+    "eagle_topk": "int",
+    "num_draft_tokens": "int",
+    "tp_size": "int",
+    "ep_size": "int",
+    "pp_size": "int",
+    "dp_size": "int",
+    "attn_dp_size": "int",
+    "enable_dp_lm_head": "bool",
+    "moe_a2a_backend": "str",
+    "attention_backend": "str",
+    "draft_attention_backend": "str",
+    "cuda_graph": "bool",
+    "cuda_graph_max_bs": "int",
+    # An integer, or SGLang's short form (128k): read by SGLang's own rule, see human_readable_int.
+    "context_length": "raw",
+    "mem_fraction_static": "float",
+    "max_running_requests": "int",
+    "chunked_prefill_size": "int",
+    "kv_cache_dtype": "str",
+    "sampling_backend": "str",
+    "enable_metrics": "bool",
+    "trust_remote_code": "bool",
+    "tool_call_parser": "str",
+    "reasoning_parser": "str",
+    "random_seed": "int",
+    "extra_args": "dict",
+}
+_CHECKS: dict[str, Callable[[Any], Any]] = {
+    "int": check_type_int,
+    "bool": check_type_bool,
+    "float": check_type_float,
+    "str": check_type_str,
+    "path": check_type_str,
+    "dict": check_type_dict,
+}
+_TYPE_WORDS = {"int": "an integer", "bool": "true or false", "float": "a number", "str": "a string",
+               "path": "a path", "dict": "a mapping"}
+# Integers SGLang needs at least 1 of; chunked_prefill_size -1 means "no chunking" to SGLang, random_seed 0 is a seed.
 _POSITIVE_INTS = (
-    "port",
-    "block_size",
-    "ddtree_budget",
-    "ddtree_topk",
-    "draft_window",
-    "num_steps",
-    "eagle_topk",
-    "num_draft_tokens",
-    "tp_size",
-    "ep_size",
-    "pp_size",
-    "dp_size",
-    "attn_dp_size",
-    "cuda_graph_max_bs",
+    *(k for k, t in DEPLOYMENT_TYPES.items() if t == "int" and k not in ("chunked_prefill_size", "random_seed")),
     "context_length",
-    "max_running_requests",
 )
-# chunked_prefill_size -1 means "no chunking" to SGLang; random_seed 0 is a seed.
-_INTS = ("chunked_prefill_size", "random_seed")
-_BOOLS = ("enable_dp_lm_head", "cuda_graph", "enable_metrics", "trust_remote_code")
-_STRINGS = (
-    "model_path",
-    "served_model_name",
-    "host",
-    "drafter_path",
-    "drafter_revision",
-    "moe_a2a_backend",
-    "attention_backend",
-    "draft_attention_backend",
-    "kv_cache_dtype",
-    "sampling_backend",
-    "tool_call_parser",
-    "reasoning_parser",
-)
+# SGLang 0.5.23 srt/utils/common.py::human_readable_int: SI suffixes (decimals allowed) and IEC suffixes.
+_HUMAN_INT = re.compile(r"(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)")
+_SI = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+_IEC = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
 _FLAG_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _VERSION = re.compile(r"^(\d+\.\d+\.\d+)(\+ddtree)?$")
 # PEP 440 suffixes after X.Y.Z: .postN, .devN, aN/bN/rcN (with optional separators), and a local label.
@@ -272,6 +310,50 @@ def parse_sglang_version(text: Any) -> SglangTarget:
     return SglangTarget(release=release, ddtree=match.group(2) is not None)
 
 
+def human_readable_int(text: str) -> int:
+    """SGLang's reading of an integer flag such as --context-length: `128k` → 128000, `128Ki` → 131072.
+
+    The rule of SGLang 0.5.23 `srt/utils/common.py::human_readable_int` (SI suffixes k/M/G/T, decimals allowed;
+    IEC Ki/Mi/Gi/Ti, whole numbers only; case-sensitive), applied here so every version gets the integer.
+    """
+    value = text.strip()
+    match = _HUMAN_INT.fullmatch(value)
+    if match:
+        number, suffix = match.groups()
+        if suffix in _IEC:
+            if "." in number:
+                raise ValueError(f"decimals are not allowed with IEC suffixes like {suffix!r}")
+            return int(number) * _IEC[suffix]
+        return int(Decimal(number) * _SI[suffix])
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError("use a plain integer, SI suffixes (128k) or IEC suffixes (128Ki); suffixes are "
+                         "case-sensitive") from None
+
+
+def _coerce(key: str, value: Any) -> Any:
+    """One deployment value as its argument_specs type makes it (None stays None: SGLang's default)."""
+    if value is None:
+        return None
+    kind = DEPLOYMENT_TYPES[key]
+    if kind == "raw":  # context_length
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise SglangConfigError(f"{var(key)} must be an integer or SGLang's short form such as 128k, got {value!r}")
+        try:
+            return value if isinstance(value, int) else human_readable_int(value)
+        except (ValueError, InvalidOperation) as error:
+            raise SglangConfigError(f"{var(key)}: {value!r} is not a length SGLang reads: {error}") from None
+    # Ansible's checks take true for 1 and turn a list into its repr; neither is meant as a number or a name.
+    words = "a positive integer" if key in _POSITIVE_INTS else _TYPE_WORDS[kind]
+    if (isinstance(value, bool) and kind != "bool") or (kind in ("str", "path") and isinstance(value, list | dict)):
+        raise SglangConfigError(f"{var(key)} must be {words} or null, got {value!r}")
+    try:
+        return _CHECKS[kind](value)
+    except (TypeError, ValueError) as error:
+        raise SglangConfigError(f"{var(key)} must be {words} or null, got {value!r} ({error})") from None
+
+
 def _normalise(deployment: Any) -> dict[str, Any]:
     if not isinstance(deployment, dict):
         raise SglangConfigError(f"the deployment must be a mapping of {VAR_PREFIX}* values, got {type(deployment)}")
@@ -281,28 +363,17 @@ def _normalise(deployment: Any) -> dict[str, Any]:
             f"unknown deployment keys {unknown}; known: {', '.join(DEPLOYMENT_KEYS)} "
             f"(SGLang flags without a {VAR_PREFIX}* variable go in {var('extra_args')})"
         )
-    values = {key: deployment.get(key) for key in DEPLOYMENT_KEYS}
+    values = {key: _coerce(key, deployment.get(key)) for key in DEPLOYMENT_KEYS}
     for key in _POSITIVE_INTS:
-        value = values[key]
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            raise SglangConfigError(f"{var(key)} must be a positive integer or null, got {value!r}")
-    for key in _INTS:
-        value = values[key]
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            raise SglangConfigError(f"{var(key)} must be an integer or null, got {value!r}")
-    for key in _BOOLS:
-        value = values[key]
-        if value is not None and not isinstance(value, bool):
-            raise SglangConfigError(f"{var(key)} must be true, false or null, got {value!r}")
-    for key in _STRINGS:
-        value = values[key]
-        if value is not None and (not isinstance(value, str) or not value.strip()):
-            raise SglangConfigError(f"{var(key)} must be a non-empty string or null, got {value!r}")
+        if values[key] is not None and values[key] < 1:
+            raise SglangConfigError(f"{var(key)} must be a positive integer or null, got {values[key]!r}")
+    for key, kind in DEPLOYMENT_TYPES.items():
+        if kind in ("str", "path") and values[key] is not None and not values[key].strip():
+            raise SglangConfigError(f"{var(key)} must be a non-empty string or null, got {values[key]!r}")
     if values["port"] is not None and values["port"] > 65535:
         raise SglangConfigError(f"{var('port')} must be a TCP port (1-65535), got {values['port']}")
     fraction = values["mem_fraction_static"]
-    if fraction is not None and (isinstance(fraction, bool) or not isinstance(fraction, int | float)
-                                 or not 0 < fraction < 1):
+    if fraction is not None and not 0 < fraction < 1:
         raise SglangConfigError(f"{var('mem_fraction_static')} must be a number between 0 and 1, got {fraction!r}")
     if values["model_path"] is None:
         raise SglangConfigError(f"{var('model_path')} is required: the target model's directory on the host")

@@ -147,8 +147,13 @@ def test_sweep_provisions_like_deploy_then_sweeps_with_the_same_preflight_feed()
             "spec_gate_bench_contexts",
         ),
         ("playbooks/sweep.yml", {"spec_gate_bench_concurrency": [0]}, "spec_gate", "spec_gate_bench_concurrency"),
+        # Misspelled: Ansible would ignore them (rc 0, changed 0) and the user would believe the host reconfigured.
+        ("deploy.yml", {"sglang_service_blocksize": 16}, "preflight", "did you mean sglang_service_block_size?"),
+        ("deploy.yml", {"sglang_servce_port": 30001}, "preflight", "did you mean sglang_service_port?"),
+        ("playbooks/sweep.yml", {"spec_gate_run": 2}, "preflight", "did you mean spec_gate_runs?"),
     ],
-    ids=["deploy-pp2", "sweep-pp2", "deploy-no-concurrency", "deploy-zero-token-context", "sweep-zero-concurrency"],
+    ids=["deploy-pp2", "sweep-pp2", "deploy-no-concurrency", "deploy-zero-token-context", "sweep-zero-concurrency",
+         "deploy-misspelled-name", "deploy-misspelled-prefix", "sweep-misspelled-name"],
 )
 def test_deploy_refuses_a_bad_setting_before_touching_ct200(
     tmp_path: Path, playbook: str, bad: dict, role: str, named: str

@@ -12,10 +12,10 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 ANSIBLE = Path(sys.executable).parent / "ansible"
 
 
-def run_debug(expression: str, tmp_path: Path) -> tuple[str, dict]:
+def run_debug(expression: str, tmp_path: Path, *extra: str) -> tuple[str, dict]:
     completed = subprocess.run(
         [str(ANSIBLE), "localhost", "-i", "localhost,", "-c", "local", "-m", "ansible.builtin.debug",
-         "-e", f"ansible_python_interpreter={sys.executable}", "-a", f"msg={{{{ {expression} }}}}"],
+         "-e", f"ansible_python_interpreter={sys.executable}", *extra, "-a", f"msg={{{{ {expression} }}}}"],
         cwd=PROJECT_ROOT, env={**os.environ, "ANSIBLE_LOCAL_TEMP": str(tmp_path)},
         capture_output=True, text=True, timeout=120, check=False,
     )
@@ -38,3 +38,19 @@ def test_ansible_fails_the_task_with_the_filters_message(tmp_path):
                                " | sglang_engine_env('0.5.23')", tmp_path)
     assert status == "FAILED!"
     assert "sglang_service_algorithm DDTREE needs an SGLang install carrying the DDTree pull request" in result["msg"]
+
+
+def test_values_passed_with_dash_e_render_as_the_types_argument_specs_give_them(tmp_path):
+    """`-e key=value` hands Ansible strings: the block size, the context's short form and a bool still render."""
+    status, result = run_debug(
+        "{'model_path': '/m', 'algorithm': 'DFLASH', 'drafter_path': '/d', 'block_size': sglang_service_block_size,"
+        " 'context_length': sglang_service_context_length, 'enable_metrics': sglang_service_enable_metrics}"
+        " | sglang_server_config('0.5.23')",
+        tmp_path,
+        "-e", "sglang_service_block_size=16", "-e", "sglang_service_context_length=128k",
+        "-e", "sglang_service_enable_metrics=yes",
+    )
+    assert status == "SUCCESS", result
+    assert result["msg"]["speculative-dflash-block-size"] == 16
+    assert result["msg"]["context-length"] == 128000
+    assert result["msg"]["enable-metrics"] is True

@@ -163,8 +163,7 @@ def deployment_from_files(*paths: Path) -> dict[str, Any]:
     for path in paths:
         for name, value in yaml.safe_load(path.read_text()).items():
             assert name.startswith("sglang_service_"), f"{path.name}: {name} is not an sglang_service_* variable"
-            if name != "sglang_service_profile":
-                deployment[name.removeprefix("sglang_service_")] = value
+            deployment[name.removeprefix("sglang_service_")] = value
     return deployment
 
 
@@ -192,7 +191,19 @@ def feature_cases(version: str) -> list[Case]:
     max_bs = server_config({**base, "cuda_graph_max_bs": 16}, version)
     graphs_off = server_config({**base, "cuda_graph": False}, version)
     attn_dp = server_config({**base, "tp_size": 8, "attn_dp_size": 8, "enable_dp_lm_head": True}, version)
+    # SGLang's short form, read by specgate into the integer every version takes (the fixture target holds 4096).
+    short_context = server_config({**base, "context_length": "3.5k"}, version)
+    short_cases = [
+        Case(f"context_length_short_form@{version}", short_context, versions=(version,),
+             check=_expect_fields(context_length=3500)),
+    ]
+    if version == "0.5.23":
+        # Asked of SGLang itself: its own parser reads the unrendered short form to the same number.
+        short_cases.append(Case("context_length_sglang_reads_short_form@0.5.23",
+                                {"model-path": "{target}", "context-length": "3.5k"}, versions=(version,),
+                                sim=False, check=_expect_fields(context_length=3500)))
     return [
+        *short_cases,
         Case(f"draft_window@{version}", window, versions=(version,), check=_expect_fields(
             **{"speculative_draft_window_size|speculative_dflash_draft_window_size": 2048})),
         Case(f"cuda_graph_max_bs@{version}", max_bs, versions=(version,), check=_expect_fields(

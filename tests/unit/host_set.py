@@ -24,6 +24,8 @@ CONTROLLER_ONLY = {
     "test_sglang_service_module_docs": "runs the controller's ansible-doc",
     "test_spec_gate_accept_ceiling": "a filter plugin: controller-side, judged in the settings check",
     "test_shipped_configs": "validates configs/, which the controller renders",
+    "test_sglang_flags_contract": "reads roles/ YAML",
+    "test_variable_names": "a filter plugin: controller-side, judged by preflight on the controller",
 }
 
 

@@ -153,10 +153,40 @@ def test_window_smaller_than_block_is_refused():
         server_config(dflash(block_size=16, draft_window=8), "0.5.23")
 
 
-@pytest.mark.parametrize("value", [0, -1, True, "8", 8.0])
+@pytest.mark.parametrize("value", [0, -1, True, "eight", "8.5", 8.5, [8]])
 def test_block_size_must_be_a_positive_integer(value):
     with pytest.raises(SglangConfigError, match="sglang_service_block_size must be a positive integer"):
         server_config(dflash(block_size=value), "0.5.23")
+
+
+@pytest.mark.parametrize("value", ["8", " 8", 8.0])
+def test_block_size_is_read_as_argument_specs_read_it(value):
+    """`-e sglang_service_block_size=8` arrives as a string; argument_specs take it as 8, and so does the renderer."""
+    assert server_config(dflash(block_size=value), "0.5.23")["speculative-dflash-block-size"] == 8
+
+
+@pytest.mark.parametrize(
+    ("value", "rendered"),
+    [(131072, 131072), ("131072", 131072), ("128k", 128000), ("128Ki", 131072), ("25.6k", 25600), ("1M", 1000000)],
+)
+def test_context_length_takes_sglangs_short_form(value, rendered):
+    assert server_config({"model_path": "/m", "context_length": value}, "0.5.19")["context-length"] == rendered
+
+
+@pytest.mark.parametrize("value", ["128K", "1.5Ki", "long", 0, True, 12.5])
+def test_context_length_that_sglang_would_not_read_is_refused_by_name(value):
+    with pytest.raises(SglangConfigError, match="sglang_service_context_length"):
+        server_config({"model_path": "/m", "context_length": value}, "0.5.23")
+
+
+def test_every_type_arrives_as_the_command_line_spells_it():
+    rendered = server_config(
+        {"model_path": "/m", "port": "30001", "enable_metrics": "yes", "trust_remote_code": "false",
+         "mem_fraction_static": "0.85", "chunked_prefill_size": "-1", "random_seed": "0"},
+        "0.5.23",
+    )
+    assert rendered == {"model-path": "/m", "port": 30001, "enable-metrics": True, "trust-remote-code": False,
+                        "mem-fraction-static": 0.85, "chunked-prefill-size": -1, "random-seed": 0}
 
 
 @pytest.mark.parametrize("algorithm", ["DFLASH", "DDTREE", "EAGLE3"])
@@ -239,7 +269,7 @@ def test_missing_model_path_is_refused():
         server_config({"algorithm": "none"}, "0.5.23")
 
 
-@pytest.mark.parametrize("fraction", [0, 1, 1.5, "0.8"])
+@pytest.mark.parametrize("fraction", [0, 1, 1.5, "1.5", True, "most"])
 def test_mem_fraction_must_be_between_zero_and_one(fraction):
     with pytest.raises(SglangConfigError, match="sglang_service_mem_fraction_static"):
         server_config(dflash(mem_fraction_static=fraction), "0.5.23")

@@ -22,8 +22,7 @@ def load(path: Path) -> dict:
 def deployment(*paths: Path) -> dict:
     merged = {"model_path": "/models/target", "drafter_path": "/models/drafter"}
     for path in paths:
-        merged.update({k.removeprefix("sglang_service_"): v for k, v in load(path).items()
-                       if k != "sglang_service_profile"})
+        merged.update({k.removeprefix("sglang_service_"): v for k, v in load(path).items()})
     return merged
 
 
@@ -34,14 +33,13 @@ def test_the_shipped_set_is_the_documented_set():
 
 @pytest.mark.parametrize("path", PROFILES + PRESETS, ids=lambda p: p.name)
 def test_files_set_only_deployment_variables(path):
-    unknown = set(load(path)) - DEPLOYMENT_VARS - {"sglang_service_profile"}
+    unknown = set(load(path)) - DEPLOYMENT_VARS
     assert not unknown, f"{path.name} sets variables the renderer does not know: {sorted(unknown)}"
 
 
 @pytest.mark.parametrize("path", PROFILES, ids=lambda p: p.stem)
-def test_profiles_set_every_speculative_variable_and_name_themselves(path):
+def test_profiles_set_every_speculative_variable(path):
     values = load(path)
-    assert values["sglang_service_profile"] == path.stem
     missing = {f"sglang_service_{key}" for key in (*SPEC_KEYS, "algorithm")} - set(values)
     assert not missing, f"{path.name} leaves {sorted(missing)} to whatever the inventory held"
 

@@ -220,7 +220,7 @@ def check_speculative(dep: Deployment) -> list[Problem]:
             Problem(
                 _var("sglang_version"),
                 f"SGLang {dep.sglang_version} has no DFLASH (added in 0.5.11).",
-                "set preflight_sglang_version to 0.5.23 (or at least 0.5.11).",
+                "pin sglang==0.5.23 (or at least 0.5.11) in sglang_env_packages.",
             )
         )
     if algorithm == "DDTREE" and not dep.sglang_has_ddtree:
@@ -229,8 +229,8 @@ def check_speculative(dep: Deployment) -> list[Problem]:
                 _var("sglang_has_ddtree"),
                 "DDTREE is in no SGLang release (it lives in sgl-project/sglang PR #29907), and the environment "
                 "is not declared to carry it.",
-                "install SGLang from the PR's git ref or apply its patch (sglang_env), and set "
-                "preflight_sglang_has_ddtree: true; or use DFLASH.",
+                "install SGLang from the PR's git ref (sglang_env_source: git, sglang_env_git_ref) or apply its "
+                "patch on the release (sglang_env_patches); or use DFLASH (sglang_service_algorithm).",
             )
         )
     return problems

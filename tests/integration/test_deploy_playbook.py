@@ -6,6 +6,7 @@ Driven through ansible-runner; assertions read its events and stats, not scraped
 from __future__ import annotations
 
 import itertools
+import re
 import sys
 from pathlib import Path
 
@@ -151,9 +152,11 @@ def test_sweep_provisions_like_deploy_then_sweeps_with_the_same_preflight_feed()
         ("deploy.yml", {"sglang_service_blocksize": 16}, "preflight", "did you mean sglang_service_block_size?"),
         ("deploy.yml", {"sglang_servce_port": 30001}, "preflight", "did you mean sglang_service_port?"),
         ("playbooks/sweep.yml", {"spec_gate_run": 2}, "preflight", "did you mean spec_gate_runs?"),
+        # The fix names what the user sets (the venv's patches or source), not the fact preflight derives from it.
+        ("deploy.yml", {"sglang_service_algorithm": "DDTREE"}, "preflight", "sglang_env_patches / sglang_env_source"),
     ],
     ids=["deploy-pp2", "sweep-pp2", "deploy-no-concurrency", "deploy-zero-token-context", "sweep-zero-concurrency",
-         "deploy-misspelled-name", "deploy-misspelled-prefix", "sweep-misspelled-name"],
+         "deploy-misspelled-name", "deploy-misspelled-prefix", "sweep-misspelled-name", "deploy-ddtree-unpatched"],
 )
 def test_deploy_refuses_a_bad_setting_before_touching_ct200(
     tmp_path: Path, playbook: str, bad: dict, role: str, named: str
@@ -184,6 +187,9 @@ def test_deploy_refuses_a_bad_setting_before_touching_ct200(
     assert len(failures) == 1
     assert failures[0]["role"] == role
     assert named in failures[0]["res"]["msg"]
+    fed = yaml.safe_load((ROOT / "playbooks" / "vars" / "preflight_feed.yml").read_text())["preflight_var_sources"]
+    named_fed = [name for name in fed if re.search(rf"\b{name}\b", failures[0]["res"]["msg"])]
+    assert named_fed == [], "a refusal names the variable the user sets, not the copy preflight was fed"
     changed = [
         e["event_data"]["task"]
         for e in run.events

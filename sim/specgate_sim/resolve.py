@@ -89,6 +89,39 @@ def drafter_block_size(config: Mapping[str, Any]) -> int | None:
     return None
 
 
+# sglang 0.5.23 srt/utils/hf_transformers/common.py: CONTEXT_LENGTH_KEYS, read in this order.
+CONTEXT_LENGTH_KEYS = (
+    "max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings",
+)
+
+
+def derived_context_length(config: Mapping[str, Any]) -> int:
+    """sglang 0.5.23 srt/utils/hf_transformers/common.py::get_context_length: the first length key, times the
+    rope scaling factor unless the scaling names its original length or is llama3's; 2048 when none is set."""
+    rope_scaling = config.get("rope_scaling") or {}
+    factor = rope_scaling.get("factor", 1) if rope_scaling else 1
+    if "original_max_position_embeddings" in rope_scaling or rope_scaling.get("rope_type") == "llama3":
+        factor = 1
+    for key in CONTEXT_LENGTH_KEYS:
+        if config.get(key) is not None:
+            return int(factor * config[key])
+    return 2048
+
+
+def _check_context_length(requested: int, target: Mapping[str, Any], env: Mapping[str, str]) -> None:
+    """sglang 0.5.23 srt/configs/model_config.py::ModelConfig._derive_context_length: a context longer than the
+    model's is refused (before any weights load) unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN is set."""
+    derived = derived_context_length(target)
+    if requested <= derived or env.get("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "").lower() in ("1", "true"):
+        return
+    raise ResolveError(
+        f"ValueError: Warning: User-specified context_length ({requested}) is greater than the derived "
+        f"context_length ({derived}). This may lead to incorrect model outputs or CUDA errors. Note that the derived "
+        "context_length may differ from max_position_embeddings in the model's config. To allow overriding this "
+        "maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"
+    )
+
+
 def _env_int(env: Mapping[str, str], name: str) -> int | None:
     raw = env.get(name)
     return int(raw) if raw not in (None, "") else None
@@ -105,7 +138,9 @@ def resolve(ns: argparse.Namespace, sim: SimEnv, env: Mapping[str, str] | None =
     # srt/arg_groups/serving_hook.py: tokenizer_path defaults to model_path
     args["tokenizer_path"] = args.get("tokenizer_path") or args["model_path"]
     if args.get("context_length") is None:
-        args["context_length"] = int(target.get("max_position_embeddings", 4096))
+        args["context_length"] = derived_context_length(target)
+    else:
+        _check_context_length(args["context_length"], target, env)
     if args.get("device") is None:
         args["device"] = "cuda"
     if args.get("random_seed") is None:

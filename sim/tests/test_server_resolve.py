@@ -42,6 +42,29 @@ def test_context_length_takes_human_readable_ints(target: Path) -> None:
     assert _resolve(["--model-path", str(target)]).args["context_length"] == 262144  # from config.json
 
 
+def test_a_context_longer_than_the_models_is_refused_as_sglang_refuses_it(tmp_path: Path) -> None:
+    config = {**testing.TARGET_CONFIG, "max_position_embeddings": 4096}
+    target = testing.write_model_dir(tmp_path / "short", config)
+    assert _resolve(["--model-path", str(target), "--context-length", "4096"]).args["context_length"] == 4096
+    with pytest.raises(ResolveError, match=r"User-specified context_length \(8192\) is greater than the derived "
+                                           r"context_length \(4096\)"):
+        _resolve(["--model-path", str(target), "--context-length", "8192"])
+    allowed = _resolve(["--model-path", str(target), "--context-length", "8192"],
+                       env={"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "1"})
+    assert allowed.args["context_length"] == 8192
+
+
+def test_the_derived_context_length_follows_sglangs_keys_and_rope_scaling() -> None:
+    from specgate_sim.resolve import derived_context_length
+
+    assert derived_context_length({"max_position_embeddings": 4096}) == 4096
+    assert derived_context_length({"seq_length": 1000, "max_position_embeddings": 4096}) == 1000
+    assert derived_context_length({"max_position_embeddings": 4096, "rope_scaling": {"factor": 4}}) == 16384
+    scaled = {"max_position_embeddings": 4096, "rope_scaling": {"factor": 4, "original_max_position_embeddings": 1024}}
+    assert derived_context_length(scaled) == 4096
+    assert derived_context_length({}) == 2048
+
+
 def test_config_keys_with_underscores_are_rejected(tmp_path: Path, target: Path) -> None:
     config = tmp_path / "c.yaml"
     config.write_text(f"model_path: {target}\n")

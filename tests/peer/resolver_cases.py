@@ -83,6 +83,10 @@ KNOWN_BAD = (
                        "0.5.15": "Unknown speculative algorithm name: DDTREE",
                        "0.5.19": "Unknown speculative algorithm name: DDTREE",
                        "0.5.23": "Unknown speculative algorithm name: DDTREE"}),
+    # srt/configs/model_config.py::ModelConfig._derive_context_length, which parsing (0.5.11, 0.5.15) or resolution
+    # (0.5.19, 0.5.23) already runs; the fixture target holds 4096.
+    Case("context_longer_than_the_model", {"model-path": "{target}", "context-length": 8192},
+         expect_error="User-specified context_length (8192) is greater than the derived context_length (4096)"),
     Case("abbreviated_key", {"model-path": "{target}", "speculative-algo": "DFLASH"},
          expect_error="are not option strings"),
 )
@@ -117,10 +121,6 @@ def launcher_refuses_cases(version: str) -> list[Case]:
              "Tokenizer worker num must >= 1"),
         # sglang 0.5.23 srt/speculative/dflash_utils.py::DFlashDraftConfig.resolve_target_layer_ids, run by the
         # target's model runner before loading weights; resolution never looks (the block size is given).
-        # sglang 0.5.23 srt/configs/model_config.py::ModelConfig._derive_context_length (the fixture holds 4096)
-        case("context_longer_than_the_model", {"context_length": 8192},
-             "User-specified context_length (8192) is greater than the derived context_length (4096)",
-             "launcher:model_config"),
         case("dflash_draft_layer_out_of_range", {"drafter_path": "{drafter_layer_out_of_range}"},
              "DFLASH target_layer_ids contains an out-of-range layer id", "launcher:dflash_draft_config"),
     ]

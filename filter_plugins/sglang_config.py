@@ -37,6 +37,18 @@ def sglang_engine_env(deployment: dict[str, Any], sglang_version: str) -> dict[s
         raise AnsibleFilterError(str(error)) from error
 
 
+def sglang_config_refusal(deployment: dict[str, Any], sglang_version: str) -> str:
+    """`{{ deployment | sglang_config_refusal(version) }}` → '' when it renders, else the renderer's refusal
+    (naming the variable and the fix), for an assert whose failure message is exactly that."""
+    try:
+        server_config(deployment, sglang_version)
+        engine_env(deployment, sglang_version)
+    except SglangConfigError as error:
+        return str(error)
+    return ""
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
-        return {"sglang_server_config": sglang_server_config, "sglang_engine_env": sglang_engine_env}
+        return {"sglang_server_config": sglang_server_config, "sglang_engine_env": sglang_engine_env,
+                "sglang_config_refusal": sglang_config_refusal}

@@ -407,7 +407,11 @@ def _check_speculative(values: dict[str, Any], target: SglangTarget) -> None:
             f"SGLang and pass the version as {target.release}+ddtree, or choose DFLASH"
         )
     if algorithm in ("DFLASH", "DDTREE", "EAGLE3") and values["drafter_path"] is None:
-        raise SglangConfigError(f"{var('drafter_path')} is required with {var('algorithm')} {algorithm}")
+        raise SglangConfigError(
+            f"{var('drafter_path')} is required with {var('algorithm')} {algorithm}: set model_weights_drafter_repo "
+            "(or model_weights_drafter_local_path) so the weights stage fetches the drafter, or "
+            f"{var('drafter_path')} to a drafter already on the host"
+        )
     if algorithm in DFLASH_FAMILY:
         _check_dflash_family(values, target)
 

@@ -89,6 +89,7 @@ def test_root_deploy_imports_the_playbook_that_runs_the_six_stages_in_order() ->
     assert _without_renewals(_stages(play)) == [
         ("preflight", "main"),
         ("spec_gate", "settings"),
+        ("sglang_service", "settings"),
         LOCK,
         ("spec_gate", "unsettled"),
         *((s, "main") for s in STAGES[1:4]),
@@ -126,7 +127,7 @@ def test_sweep_provisions_like_deploy_then_sweeps_with_the_same_preflight_feed()
     deploy = yaml.safe_load((ROOT / "playbooks" / "deploy.yml").read_text())[0]
     sweep = yaml.safe_load((ROOT / "playbooks" / "sweep.yml").read_text())[0]
     assert _without_renewals(_stages(sweep)) == [
-        *_without_renewals(_stages(deploy))[:7],
+        *_without_renewals(_stages(deploy))[:8],
         ("spec_sweep", "main"),
         UNLOCK,
     ]
@@ -154,9 +155,16 @@ def test_sweep_provisions_like_deploy_then_sweeps_with_the_same_preflight_feed()
         ("playbooks/sweep.yml", {"spec_gate_run": 2}, "preflight", "did you mean spec_gate_runs?"),
         # The fix names what the user sets (the venv's patches or source), not the fact preflight derives from it.
         ("deploy.yml", {"sglang_service_algorithm": "DDTREE"}, "preflight", "sglang_env_patches / sglang_env_source"),
+        # Values only the renderer judges: refused right after preflight, not after CUDA, the venv and the weights.
+        ("deploy.yml", {"sglang_service_block_size": 0}, "sglang_service", "sglang_service_block_size must be a positive"),
+        ("playbooks/sweep.yml", {"sglang_service_context_length": "128K"}, "sglang_service",
+         "sglang_service_context_length"),
+        ("deploy.yml", {"model_weights_drafter_repo": ""}, "sglang_service", "set model_weights_drafter_repo"),
+        ("deploy.yml", {"sglang_service_served_model_name": "  "}, "sglang_service", "sglang_service_served_model_name"),
     ],
     ids=["deploy-pp2", "sweep-pp2", "deploy-no-concurrency", "deploy-zero-token-context", "sweep-zero-concurrency",
-         "deploy-misspelled-name", "deploy-misspelled-prefix", "sweep-misspelled-name", "deploy-ddtree-unpatched"],
+         "deploy-misspelled-name", "deploy-misspelled-prefix", "sweep-misspelled-name", "deploy-ddtree-unpatched",
+         "deploy-block-size-0", "sweep-context-length-bad-suffix", "deploy-emptied-drafter-repo", "deploy-blank-name"],
 )
 def test_deploy_refuses_a_bad_setting_before_touching_ct200(
     tmp_path: Path, playbook: str, bad: dict, role: str, named: str
@@ -199,4 +207,4 @@ def test_deploy_refuses_a_bad_setting_before_touching_ct200(
     assert run.stats["changed"] == {}
     # Nothing of a later stage ran: the failure is the last thing the play did on the host.
     stages_run = {e["event_data"].get("role") for e in run.events if e["event"] == "runner_on_ok"}
-    assert stages_run <= {"preflight", "spec_gate", None}
+    assert stages_run <= {"preflight", "spec_gate", "sglang_service", None}

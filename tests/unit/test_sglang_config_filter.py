@@ -8,7 +8,17 @@ from sglang_config import FilterModule
 
 
 def test_filters_are_registered_under_the_names_the_role_uses():
-    assert set(FilterModule().filters()) == {"sglang_server_config", "sglang_engine_env"}
+    assert set(FilterModule().filters()) == {"sglang_server_config", "sglang_engine_env", "sglang_config_refusal"}
+
+
+def test_refusal_filter_says_nothing_for_a_config_that_renders_and_the_renderers_words_otherwise():
+    refusal = FilterModule().filters()["sglang_config_refusal"]
+    assert refusal({"model_path": "/m", "algorithm": "DFLASH", "drafter_path": "/d", "block_size": 8}, "0.5.23") == ""
+    assert "sglang_service_block_size must be a positive integer" in refusal(
+        {"model_path": "/m", "algorithm": "DFLASH", "drafter_path": "/d", "block_size": 0}, "0.5.23")
+    assert refusal({"model_path": "/m"}, "0.5.23") == ""
+    assert "needs an SGLang install carrying the DDTree" in refusal(
+        {"model_path": "/m", "algorithm": "DDTREE", "drafter_path": "/d"}, "0.5.23")
 
 
 def test_server_config_filter_renders_for_the_given_version():

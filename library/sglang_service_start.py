@@ -14,7 +14,7 @@ from ansible.module_utils.specgate.readiness import (
     redact,
     wait_ready,
 )
-from ansible.module_utils.specgate.unit_processes import parse_systemctl_show
+from ansible.module_utils.specgate.unit_processes import SystemctlShowError, show_unit
 
 DOCUMENTATION = r"""
 ---
@@ -117,12 +117,11 @@ journal:
 
 
 def unit_state(module: AnsibleModule, unit: str) -> UnitState:
-    rc, out, err = module.run_command(
-        ["systemctl", "show", unit, "-p", "ActiveState", "-p", "SubState", "-p", "NRestarts", "-p", "MainPID"]
-    )
-    if rc != 0:
-        module.fail_json(msg=f"systemctl show {unit} failed: {err.strip() or out.strip()}")
-    return UnitState.from_props(parse_systemctl_show(out))
+    try:
+        props = show_unit(module.run_command, unit, ("ActiveState", "SubState", "NRestarts", "MainPID"))
+    except SystemctlShowError as error:
+        module.fail_json(msg=str(error))
+    return UnitState.from_props(props)
 
 
 def journal_tail(module: AnsibleModule, unit: str, since: float, lines: int, secrets: list[str]) -> list[str]:

@@ -8,7 +8,7 @@ import pwd
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.specgate.port_owners import port_holders
 from ansible.module_utils.specgate.release_pointers import pointer_target, release_dirs, release_port
-from ansible.module_utils.specgate.unit_processes import cgroup_pids, descendants, parse_systemctl_show
+from ansible.module_utils.specgate.unit_processes import SystemctlShowError, cgroup_pids, descendants, show_unit
 
 DOCUMENTATION = r"""
 ---
@@ -110,13 +110,11 @@ def main() -> None:
         known_good = pointer_target(module.params["base_dir"], "known-good")
     except ValueError as exc:
         module.fail_json(msg=str(exc))
-    rc, out, err = module.run_command(
-        ["systemctl", "show", module.params["unit"], "-p", "ActiveState", "-p", "MainPID", "-p", "UnitFileState",
-         "-p", "ControlGroup", "-p", "User"]
-    )
-    if rc != 0:
-        module.fail_json(msg=f"systemctl show {module.params['unit']} failed: {err.strip() or out.strip()}")
-    props = parse_systemctl_show(out)
+    try:
+        props = show_unit(module.run_command, module.params["unit"],
+                          ("ActiveState", "MainPID", "UnitFileState", "ControlGroup", "User"))
+    except SystemctlShowError as error:
+        module.fail_json(msg=str(error))
     main_pid = int(props.get("MainPID") or 0)
     extra = {}
     if module.params["port"] is not None:

@@ -13,9 +13,10 @@ from ansible.module_utils.specgate.gpu_release import (
     wait_for_gpu_release,
 )
 from ansible.module_utils.specgate.unit_processes import (
+    SystemctlShowError,
     cgroup_pids,
     descendants,
-    parse_systemctl_show,
+    show_unit,
     stop_is_needed,
     wait_until_gone,
     was_running,
@@ -110,13 +111,10 @@ gpu:
 
 
 def unit_pids(module: AnsibleModule, unit: str) -> tuple[dict[str, str], set[int]]:
-    rc, out, err = module.run_command(
-        ["systemctl", "show", unit, "-p", "ActiveState", "-p", "SubState", "-p", "MainPID", "-p", "ControlGroup",
-         "-p", "LoadState"]
-    )
-    if rc != 0:
-        module.fail_json(msg=f"systemctl show {unit} failed: {err.strip() or out.strip()}")
-    props = parse_systemctl_show(out)
+    try:
+        props = show_unit(module.run_command, unit, ("ActiveState", "SubState", "MainPID", "ControlGroup", "LoadState"))
+    except SystemctlShowError as error:
+        module.fail_json(msg=str(error))
     pids = cgroup_pids(props.get("ControlGroup", ""))
     main_pid = int(props.get("MainPID") or 0)
     if main_pid > 0:

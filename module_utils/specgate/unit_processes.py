@@ -11,7 +11,7 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +26,23 @@ def parse_systemctl_show(text: str) -> dict[str, str]:
         if sep:
             props[key.strip()] = value.strip()
     return props
+
+
+class SystemctlShowError(RuntimeError):
+    """``systemctl show`` failed; the message says for which unit and why."""
+
+
+def show_unit(
+    run_command: Callable[[list[str]], tuple[int, str, str]], unit: str, properties: Sequence[str]
+) -> dict[str, str]:
+    """The unit's ``properties`` as ``systemctl show`` reports them (run through ``run_command``, e.g. a module's)."""
+    argv = ["systemctl", "show", unit]
+    for name in properties:
+        argv += ["-p", name]
+    rc, out, err = run_command(argv)
+    if rc != 0:
+        raise SystemctlShowError(f"systemctl show {unit} failed: {err.strip() or out.strip()}")
+    return parse_systemctl_show(out)
 
 
 RUNNING_STATES = ("active", "activating", "reloading", "deactivating")

@@ -156,11 +156,13 @@ def test_sweep_provisions_like_deploy_then_sweeps_with_the_same_preflight_feed()
         # The fix names what the user sets (the venv's patches or source), not the fact preflight derives from it.
         ("deploy.yml", {"sglang_service_algorithm": "DDTREE"}, "preflight", "sglang_env_patches / sglang_env_source"),
         # Values only the renderer judges: refused right after preflight, not after CUDA, the venv and the weights.
-        ("deploy.yml", {"sglang_service_block_size": 0}, "sglang_service", "sglang_service_block_size must be a positive"),
+        ("deploy.yml", {"sglang_service_block_size": 0}, "sglang_service",
+         "sglang_service_block_size must be a positive"),
         ("playbooks/sweep.yml", {"sglang_service_context_length": "128K"}, "sglang_service",
          "sglang_service_context_length"),
         ("deploy.yml", {"model_weights_drafter_repo": ""}, "sglang_service", "set model_weights_drafter_repo"),
-        ("deploy.yml", {"sglang_service_served_model_name": "  "}, "sglang_service", "sglang_service_served_model_name"),
+        ("deploy.yml", {"sglang_service_served_model_name": "  "}, "sglang_service",
+         "sglang_service_served_model_name"),
     ],
     ids=["deploy-pp2", "sweep-pp2", "deploy-no-concurrency", "deploy-zero-token-context", "sweep-zero-concurrency",
          "deploy-misspelled-name", "deploy-misspelled-prefix", "sweep-misspelled-name", "deploy-ddtree-unpatched",

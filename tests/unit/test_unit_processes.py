@@ -11,11 +11,13 @@ import time
 
 import pytest
 from ansible.module_utils.specgate.unit_processes import (
+    SystemctlShowError,
     cgroup_pids,
     descendants,
     parse_systemctl_show,
     pid_alive,
     port_open,
+    show_unit,
     stop_is_needed,
     wait_until_gone,
     was_running,
@@ -23,6 +25,22 @@ from ansible.module_utils.specgate.unit_processes import (
 from fake_clock import FakeClock
 
 pytestmark = pytest.mark.host
+
+
+def test_show_unit_asks_systemctl_for_exactly_the_properties_and_parses_them():
+    calls = []
+
+    def run(argv):
+        calls.append(argv)
+        return 0, "ActiveState=active\nMainPID=7\n", ""
+
+    assert show_unit(run, "sglang.service", ("ActiveState", "MainPID")) == {"ActiveState": "active", "MainPID": "7"}
+    assert calls == [["systemctl", "show", "sglang.service", "-p", "ActiveState", "-p", "MainPID"]]
+
+
+def test_show_unit_failure_names_the_unit_and_systemctls_words():
+    with pytest.raises(SystemctlShowError, match=r"systemctl show sglang\.service failed: Failed to connect to bus"):
+        show_unit(lambda argv: (1, "", "Failed to connect to bus\n"), "sglang.service", ("ActiveState",))
 
 
 def test_systemctl_show_values_may_contain_equals_signs():

@@ -68,13 +68,6 @@ options:
     description: Nodes the deployment spans.
     type: int
     default: 1
-  enable_dp_lm_head:
-    description: Whether the DP LM head is enabled.
-    type: bool
-    default: false
-  speculative_algorithm:
-    description: Speculative algorithm (empty for none).
-    type: str
   attention_backend:
     description: Target attention backend (empty for SGLang's default).
     type: str
@@ -85,10 +78,6 @@ options:
     description: SGLang release the venv pins.
     type: str
     default: "0.5.23"
-  sglang_has_ddtree:
-    description: Whether the SGLang install carries DDTree (PR 29907 branch or patch).
-    type: bool
-    default: false
   cuda_version:
     description: CUDA toolkit MAJOR.MINOR that will be installed.
     type: str
@@ -120,7 +109,6 @@ EXAMPLES = r"""
     gpu: "{{ __preflight_gpu_facts.specgate_gpu }}"
     host: "{{ __preflight_gpu_facts.host }}"
     tp_size: 8
-    speculative_algorithm: DFLASH
     attention_backend: triton
     cuda_version: "13.0"
 """
@@ -144,12 +132,9 @@ ARGUMENT_SPEC = {
     "dp_size": {"type": "int", "default": 1},
     "attn_dp_size": {"type": "int", "default": 1},
     "nnodes": {"type": "int", "default": 1},
-    "enable_dp_lm_head": {"type": "bool", "default": False},
-    "speculative_algorithm": {"type": "str"},
     "attention_backend": {"type": "str"},
     "draft_attention_backend": {"type": "str"},
     "sglang_version": {"type": "str", "default": "0.5.23"},
-    "sglang_has_ddtree": {"type": "bool", "default": False},
     "cuda_version": {"type": "str", "default": "13.0"},
     "min_free_gib": {"type": "dict", "default": {}},
     "min_ram_gib": {"type": "float", "default": 0},

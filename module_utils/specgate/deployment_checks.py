@@ -1,9 +1,10 @@
 """Check a requested deployment as a whole against the host, before anything on the host changes.
 
-argument_specs checks each variable alone (type, choices); this checks how they fit together and with
-the GPUs: parallel sizes vs GPU count, speculative algorithm vs pipeline parallelism, attention backend
-vs SM arch, CUDA toolkit vs arch and SGLang release, driver vs toolkit, disk, RAM, OS.
-Every problem names the variable to change and how.
+argument_specs checks each variable alone (type, choices); this checks how they fit the host: parallel sizes
+vs GPU count, attention backends vs SM arch, CUDA toolkit vs arch and SGLang release, driver vs toolkit, disk,
+RAM, OS. Every problem names the variable to change and how. What SGLang's flags allow together (DFLASH needs
+pp 1, attention-DP needs the DP LM head, DDTREE needs the patched install) is the renderer's rule
+(sglang_flags), judged once, by sglang_service's settings entry point right after preflight.
 """
 
 from __future__ import annotations
@@ -13,16 +14,12 @@ from typing import Any
 
 from ansible.module_utils.specgate.cuda_lanes import (
     CUDA_MINIMUM_BY_ARCH,
-    FIRST_DFLASH_SGLANG,
     cuda_lane_for_sglang,
     cuda_meets_minimum,
     parse_version,
 )
 from ansible.module_utils.specgate.sglang_flags import SglangConfigError, parse_sglang_version
 
-DFLASH_FAMILY = frozenset({"DFLASH", "DDTREE"})
-# sglang 0.5.23 speculative_hook.py: the draft attention backends DFLASH accepts.
-DFLASH_DRAFT_BACKENDS = frozenset({"flashinfer", "fa3", "fa4", "triton", "ascend", "trtllm_mha"})
 # Backends that assert an arch at start-up (fa3: SM 80-90; trtllm-gen kernels: SM100 family only).
 BACKEND_ARCHES: dict[str, frozenset[str]] = {
     "fa3": frozenset({"sm90"}),
@@ -59,12 +56,9 @@ class Deployment:
     dp_size: int = 1
     attn_dp_size: int = 1
     nnodes: int = 1
-    enable_dp_lm_head: bool = False
-    speculative_algorithm: str | None = None
     attention_backend: str | None = None
     draft_attention_backend: str | None = None
     sglang_version: str = "0.5.23"
-    sglang_has_ddtree: bool = False
     cuda_version: str = "13.0"
     min_free_gib: dict[str, float] = field(default_factory=dict)
     min_ram_gib: float = 0
@@ -176,64 +170,11 @@ def check_sglang_version(dep: Deployment) -> list[Problem]:
                 _var("sglang_version"),
                 f"{reason}.",
                 "pin a supported SGLang release in sglang_env_packages (sglang==X.Y.Z) and, if set, "
-                "sglang_service_sglang_version.",
+                "sglang_service_sglang_version (for a git source, set sglang_service_sglang_version to the release "
+                "its ref builds).",
             )
         ]
     return []
-
-
-def check_speculative(dep: Deployment) -> list[Problem]:
-    algorithm = (dep.speculative_algorithm or "").upper()
-    if algorithm not in DFLASH_FAMILY:
-        return []
-    problems: list[Problem] = []
-    if dep.pp_size != 1:
-        problems.append(
-            Problem(
-                _var("pp_size"),
-                f"{algorithm} needs pp_size 1 (SGLang refuses DFLASH with pipeline parallelism); got {dep.pp_size}.",
-                "set preflight_pp_size: 1 and use tensor/expert parallelism instead.",
-            )
-        )
-    if dep.attn_dp_size > 1 and not dep.enable_dp_lm_head:
-        problems.append(
-            Problem(
-                _var("enable_dp_lm_head"),
-                f"{algorithm} with attention data parallelism (attn_dp_size {dep.attn_dp_size}) needs the DP LM head.",
-                "set preflight_enable_dp_lm_head: true, or preflight_attn_dp_size: 1.",
-            )
-        )
-    if dep.draft_attention_backend and dep.draft_attention_backend not in DFLASH_DRAFT_BACKENDS:
-        problems.append(
-            Problem(
-                _var("draft_attention_backend"),
-                f"{dep.draft_attention_backend!r} is not a draft attention backend DFLASH accepts.",
-                f"set preflight_draft_attention_backend to one of {sorted(DFLASH_DRAFT_BACKENDS)} or leave it empty.",
-            )
-        )
-    try:
-        too_old = parse_version(parse_sglang_version(dep.sglang_version).release, 3) < FIRST_DFLASH_SGLANG
-    except (ValueError, SglangConfigError):
-        too_old = False  # reported by check_versions
-    if too_old:
-        problems.append(
-            Problem(
-                _var("sglang_version"),
-                f"SGLang {dep.sglang_version} has no DFLASH (added in 0.5.11).",
-                "pin sglang==0.5.23 (or at least 0.5.11) in sglang_env_packages.",
-            )
-        )
-    if algorithm == "DDTREE" and not dep.sglang_has_ddtree:
-        problems.append(
-            Problem(
-                _var("sglang_has_ddtree"),
-                "DDTREE is in no SGLang release (it lives in sgl-project/sglang PR #29907), and the environment "
-                "is not declared to carry it.",
-                "install SGLang from the PR's git ref (sglang_env_source: git, sglang_env_git_ref) or apply its "
-                "patch on the release (sglang_env_patches); or use DFLASH (sglang_service_algorithm).",
-            )
-        )
-    return problems
 
 
 def effective_arch(gpu: dict[str, Any], assume_arch: str | None) -> str | None:
@@ -352,7 +293,7 @@ def check_deployment(
     arch = effective_arch(gpu, assume_arch)
     unsupported = check_sglang_version(dep)
     if unsupported:
-        # Judged first and alone among the version checks: the lane and DFLASH checks presume a supported release.
+        # Judged first and alone among the version checks: the lane check presumes a supported release.
         return [
             *unsupported,
             *check_gpus(dep, gpu),
@@ -363,7 +304,6 @@ def check_deployment(
     return [
         *check_gpus(dep, gpu),
         *check_parallel(dep, gpu),
-        *check_speculative(dep),
         *check_backends(dep, gpu, arch),
         *check_versions(dep, gpu, arch),
         *check_host(dep, host),

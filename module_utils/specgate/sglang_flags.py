@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -98,6 +98,11 @@ SPEC_KEYS = {
 #              disable_piecewise_cuda_graph). tests/peer checks the resolved backends of both phases.
 #   dflash_attn_dp: whether DFLASH runs with attention-DP at all (before 0.5.23: "Currently DFLASH speculative
 #                   decoding does not support dp attention.")
+#   dflash_draft_backends: the draft attention backends DFLASH runs with; SGLang replaces any other with flashinfer
+#                   and only warns (0.5.11: srt/speculative/dflash_worker.py; 0.5.15, 0.5.19:
+#                   srt/arg_groups/speculative_hook.py::_resolve_dflash_draft_attention_backend; 0.5.23: the same
+#                   function over srt/arg_groups/choices.py::DRAFT_ATTENTION_BACKEND_CHOICES); trtllm_mha stays
+#                   only for a drafter whose layers are all sliding-window or that is causal (0.5.19+)
 @dataclass(frozen=True)
 class VersionRules:
     window: str
@@ -105,6 +110,7 @@ class VersionRules:
     attn_dp: str
     graph_off: tuple[tuple[str, Any], ...]
     dflash_attn_dp: bool
+    dflash_draft_backends: tuple[str, ...]
 
 
 VERSION_RULES: dict[str, VersionRules] = {
@@ -114,6 +120,7 @@ VERSION_RULES: dict[str, VersionRules] = {
         attn_dp="enable-dp-attention",
         graph_off=(("disable-cuda-graph", True), ("disable-piecewise-cuda-graph", True)),
         dflash_attn_dp=False,
+        dflash_draft_backends=("flashinfer", "fa3", "fa4", "triton"),
     ),
     "0.5.19": VersionRules(
         window="speculative-dflash-draft-window-size",
@@ -121,6 +128,7 @@ VERSION_RULES: dict[str, VersionRules] = {
         attn_dp="enable-dp-attention",
         graph_off=(("cuda-graph-backend-decode", "disabled"), ("disable-prefill-cuda-graph", True)),
         dflash_attn_dp=False,
+        dflash_draft_backends=("flashinfer", "fa3", "fa4", "triton", "trtllm_mha", "ascend"),
     ),
     "0.5.23": VersionRules(
         window="speculative-draft-window-size",
@@ -128,11 +136,14 @@ VERSION_RULES: dict[str, VersionRules] = {
         attn_dp="attn-dp-size",
         graph_off=(("cuda-graph-backend-decode", "disabled"), ("cuda-graph-backend-prefill", "disabled")),
         dflash_attn_dp=True,
+        dflash_draft_backends=("flashinfer", "fa3", "fa4", "triton", "ascend", "trtllm_mha", "intel_xpu"),
     ),
 }
 # 0.5.15 spells everything specgate renders as 0.5.19 does (its own parser and resolver accept every 0.5.19
-# rendering: tests/peer), so it shares the row.
-VERSION_RULES["0.5.15"] = VERSION_RULES["0.5.19"]
+# rendering: tests/peer); only its DFLASH draft backends are fewer (no trtllm_mha).
+VERSION_RULES["0.5.15"] = replace(
+    VERSION_RULES["0.5.19"], dflash_draft_backends=("flashinfer", "fa3", "fa4", "triton", "ascend")
+)
 VERSION_RULES = dict(sorted(VERSION_RULES.items(), key=lambda item: tuple(map(int, item[0].split(".")))))
 SUPPORTED_VERSIONS = tuple(VERSION_RULES)
 
@@ -433,6 +444,13 @@ def _check_dflash_family(values: dict[str, Any], target: SglangTarget) -> None:
     if window is not None and block is not None and window < block:
         raise SglangConfigError(
             f"{var('draft_window')} ({window}) must be >= {var('block_size')} ({block}), or null for no window"
+        )
+    draft_backend = values["draft_attention_backend"]
+    if draft_backend is not None and draft_backend not in target.rules.dflash_draft_backends:
+        raise SglangConfigError(
+            f"{var('draft_attention_backend')} {draft_backend!r} is not a draft attention backend SGLang "
+            f"{target.release} runs {values['algorithm']} with (it would warn and run flashinfer instead); set one of "
+            f"{', '.join(target.rules.dflash_draft_backends)}, or null for SGLang's choice"
         )
     attn_dp = values["attn_dp_size"]
     if attn_dp is not None and attn_dp > 1 and not target.rules.dflash_attn_dp:

@@ -154,7 +154,8 @@ def test_sweep_provisions_like_deploy_then_sweeps_with_the_same_preflight_feed()
         ("deploy.yml", {"sglang_servce_port": 30001}, "preflight", "did you mean sglang_service_port?"),
         ("playbooks/sweep.yml", {"spec_gate_run": 2}, "preflight", "did you mean spec_gate_runs?"),
         # The fix names what the user sets (the venv's patches or source), not the fact preflight derives from it.
-        ("deploy.yml", {"sglang_service_algorithm": "DDTREE"}, "preflight", "sglang_env_patches / sglang_env_source"),
+        # DDTREE on a stock pin: the renderer's one rule, judged before any change, says how to get the patched build.
+        ("deploy.yml", {"sglang_service_algorithm": "DDTREE"}, "sglang_service", "DDTree pull request"),
         # Values only the renderer judges: refused right after preflight, not after CUDA, the venv and the weights.
         ("deploy.yml", {"sglang_service_block_size": 0}, "sglang_service",
          "sglang_service_block_size must be a positive"),

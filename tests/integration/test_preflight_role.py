@@ -15,7 +15,6 @@ pytestmark = pytest.mark.slow
 CT200 = {
     "preflight_tp_size": 8,
     "preflight_ep_size": 8,
-    "preflight_speculative_algorithm": "DFLASH",
     "preflight_attention_backend": "triton",
     # the test machine's own filesystem and OS stand in for the GPU box's
     "preflight_min_free_gib": {},
@@ -94,7 +93,7 @@ def test_declared_gpu_less_host_passes_with_empty_gpu_fact(tmp_path):
     ("variable", "value"),
     [
         ("preflight_tp_size", "eight"),
-        ("preflight_speculative_algorithm", "MEDUSA"),
+        ("preflight_expect_gpus", "perhaps"),
         ("preflight_assume_arch", "sm89"),
     ],
 )
@@ -112,13 +111,6 @@ def test_later_stage_variable_is_refused_by_preflight_before_any_stage_runs(tmp_
     run = run_role(tmp_path, "preflight", {**CT200, "preflight_expect_gpus": False, variable: value})
     task, _ = refused(run, variable)
     assert task.startswith("Check the later stages' variables")
-
-
-def test_none_as_algorithm_means_no_speculation_so_pipeline_parallel_is_fine(tmp_path):
-    nvidia_smi = fake_nvidia_smi(tmp_path, "ct200_sm120_pcie")
-    dep = {**CT200, "preflight_speculative_algorithm": "none", "preflight_tp_size": 4, "preflight_ep_size": 4}
-    run = run_role(tmp_path, "preflight", {**dep, "preflight_pp_size": 2, "preflight_nvidia_smi": str(nvidia_smi)})
-    assert run.status == "successful", run.failed_tasks()
 
 
 def test_refusal_names_the_inventory_variable_when_the_playbook_says_where_it_came_from(tmp_path):

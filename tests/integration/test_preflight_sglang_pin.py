@@ -26,8 +26,10 @@ ROOT = Path(__file__).resolve().parents[2]
         ({"sglang_env_packages": ["sglang==0.5.24"]}, "SGLang 0.5.24 is not a version specgate renders configs for"),
         ({"sglang_env_packages": ["sglang==0.5.23.post1"]}, "is a post-release of 0.5.23"),
         ({"sglang_service_sglang_version": "0.5.22"}, "SGLang 0.5.22 is not a version specgate renders configs for"),
+        # A git source with no pin and no version given: nothing says which release's flags to render.
+        ({"sglang_env_packages": ["flashinfer-python==0.7.2"]}, "'' is not an SGLang version"),
     ],
-    ids=["pin-0.5.24", "pin-0.5.23.post1", "service-version-0.5.22"],
+    ids=["pin-0.5.24", "pin-0.5.23.post1", "service-version-0.5.22", "no-pin"],
 )
 def test_unsupported_sglang_pin_is_refused_by_preflight_before_anything_changes(tmp_path: Path, pin, reason) -> None:
     smi = fake_nvidia_smi(tmp_path, "ct200_sm120_pcie")
@@ -56,7 +58,9 @@ def test_unsupported_sglang_pin_is_refused_by_preflight_before_anything_changes(
     assert len(failures) == 1, [f["res"].get("msg") for f in failures]
     assert failures[0]["role"] == "preflight"
     message = failures[0]["res"]["msg"]
-    assert "preflight_sglang_version" in message, message
+    # Named as the user sets it: the pin, or the version given to the service stage.
+    assert message.splitlines()[1].startswith(f"- {next(iter(pin))}:"), message
+    assert "preflight_sglang_version" not in message, message
     assert reason in message, message
     assert run.stats["changed"] == {}
     stages_run = {e["event_data"].get("role") for e in run.events if e["event"] == "runner_on_ok"}

@@ -206,8 +206,27 @@ def feature_cases(version: str) -> list[Case]:
         short_cases.append(Case("context_length_sglang_reads_short_form@0.5.23",
                                 {"model-path": "{target}", "context-length": "3.5k"}, versions=(version,),
                                 sim=False, check=_expect_fields(context_length=3500)))
+    # The renderer's DFLASH draft backends for this version are the ones SGLang keeps (resolution replaces any
+    # other with flashinfer, warning only). 0.5.11 judges them in the draft worker, at load, not in resolution.
+    draft_backend_cases = []
+    if version != "0.5.11":
+        dflash = {**base, "algorithm": "DFLASH", "block_size": 8}
+        for backend in VERSION_RULES[version].dflash_draft_backends:
+            # trtllm_mha stays only for a drafter whose layers are all sliding-window or that is causal; the
+            # fixture drafter is neither, so SGLang runs flashinfer for it.
+            kept = "flashinfer" if backend == "trtllm_mha" else backend
+            draft_backend_cases.append(Case(
+                f"dflash_draft_backend_{backend}@{version}",
+                server_config({**dflash, "draft_attention_backend": backend}, version), versions=(version,),
+                sim=False, check=_expect_fields(speculative_draft_attention_backend=kept)))
+        # The control: a backend outside the list is replaced, so the cases above can tell kept from replaced.
+        draft_backend_cases.append(Case(
+            f"dflash_draft_backend_outside_the_list_is_replaced@{version}",
+            {**server_config(dflash, version), "speculative-draft-attention-backend": "flashmla"},
+            versions=(version,), sim=False, check=_expect_fields(speculative_draft_attention_backend="flashinfer")))
     return [
         *short_cases,
+        *draft_backend_cases,
         Case(f"draft_window@{version}", window, versions=(version,), check=_expect_fields(
             **{"speculative_draft_window_size|speculative_dflash_draft_window_size": 2048})),
         Case(f"cuda_graph_max_bs@{version}", max_bs, versions=(version,), check=_expect_fields(

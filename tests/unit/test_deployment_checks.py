@@ -35,7 +35,7 @@ HOST = {
     "os_id": "debian",
     "os_version_id": "12",
 }
-CT200 = Deployment(tp_size=8, ep_size=8, speculative_algorithm="DFLASH", attention_backend="triton")
+CT200 = Deployment(tp_size=8, ep_size=8, attention_backend="triton")
 
 
 def problems(dep=CT200, gpu_fact=None, host=HOST, assume_arch=None):
@@ -74,7 +74,7 @@ def test_tensor_parallel_larger_than_gpu_count_is_refused():
 
 
 def test_pipeline_times_tensor_parallel_counts_gpus():
-    found = problems(replace(CT200, speculative_algorithm=None, tp_size=8, ep_size=1, pp_size=2))
+    found = problems(replace(CT200, tp_size=8, ep_size=1, pp_size=2))
     assert only_variable(found) == "preflight_tp_size"
 
 
@@ -98,44 +98,15 @@ def test_expert_parallel_must_divide_tensor_parallel():
 
 
 def test_attention_dp_must_divide_tensor_parallel():
-    dep = replace(CT200, speculative_algorithm=None, attn_dp_size=3)
+    dep = replace(CT200, attn_dp_size=3)
     assert only_variable(problems(dep)) == "preflight_attn_dp_size"
 
 
-@pytest.mark.parametrize("algorithm", ["DFLASH", "DDTREE", "dflash"])
-def test_dflash_family_needs_pipeline_parallel_one(algorithm):
-    dep = replace(CT200, speculative_algorithm=algorithm, tp_size=4, ep_size=4, pp_size=2, sglang_has_ddtree=True)
-    found = problems(dep)
-    assert only_variable(found) == "preflight_pp_size"
-    assert "preflight_pp_size: 1" in found[0].fix
-
-
-def test_eagle3_with_pipeline_parallel_is_allowed():
-    dep = replace(CT200, speculative_algorithm="EAGLE3", tp_size=4, ep_size=4, pp_size=2)
-    assert problems(dep) == []
-
-
-def test_dflash_with_attention_dp_needs_dp_lm_head():
-    found = problems(replace(CT200, attn_dp_size=8))
-    assert only_variable(found) == "preflight_enable_dp_lm_head"
-    assert problems(replace(CT200, attn_dp_size=8, enable_dp_lm_head=True)) == []
-
-
-def test_dflash_draft_backend_outside_sglang_list_is_refused():
-    found = problems(replace(CT200, draft_attention_backend="flashmla"))
-    assert only_variable(found) == "preflight_draft_attention_backend"
-
-
-def test_dflash_on_sglang_before_0_5_11_is_refused():
-    found = problems(replace(CT200, sglang_version="0.5.10", cuda_version="12.8"))
-    assert only_variable(found) == "preflight_sglang_version"
-
-
-def test_ddtree_without_patched_sglang_is_refused():
-    found = problems(replace(CT200, speculative_algorithm="DDTREE"))
-    assert only_variable(found) == "preflight_sglang_has_ddtree"
-    assert "29907" in found[0].message
-    assert problems(replace(CT200, speculative_algorithm="DDTREE", sglang_has_ddtree=True)) == []
+def test_speculative_rules_are_the_renderers_and_not_judged_here_twice():
+    """DFLASH needs pp 1, attention-DP the DP LM head, DDTREE the patched install: sglang_flags' rules, judged by
+    sglang_service's settings entry point right after preflight (tests/integration/test_deploy_playbook.py)."""
+    assert not hasattr(Deployment(), "speculative_algorithm")
+    assert problems(replace(CT200, tp_size=4, ep_size=4, pp_size=2)) == []
 
 
 def test_fa3_on_blackwell_is_refused_with_triton_hint():
@@ -227,7 +198,7 @@ def test_unsupported_os_is_refused():
 def test_every_problem_is_listed_in_one_message():
     dep = replace(CT200, pp_size=2, attention_backend="fa3", cuda_version="12.9")
     message = failure_message(problems(dep))
-    for variable in ("preflight_pp_size", "preflight_attention_backend", "preflight_cuda_version"):
+    for variable in ("preflight_tp_size", "preflight_attention_backend", "preflight_cuda_version"):
         assert f"- {variable}:" in message
     assert "nothing on the host was changed" in message
 
@@ -244,17 +215,18 @@ def test_cuda_lane_table():
 def test_refusals_name_the_inventory_variable_the_playbook_fed_preflight_from():
     from ansible.module_utils.specgate.deployment_checks import in_users_words
 
-    found = problems(replace(CT200, attention_backend="fa3", pp_size=2, tp_size=4, ep_size=4))
+    found = problems(replace(CT200, attention_backend="fa3", pp_size=2))
     renamed = in_users_words(
         found,
         {
             "preflight_attention_backend": "sglang_service_attention_backend",
+            "preflight_tp_size": "sglang_service_tp_size",
             "preflight_pp_size": "sglang_service_pp_size",
         },
     )
-    assert [p.variable for p in renamed] == ["sglang_service_pp_size", "sglang_service_attention_backend"]
+    assert [p.variable for p in renamed] == ["sglang_service_tp_size", "sglang_service_attention_backend"]
     assert "set sglang_service_attention_backend to 'triton'" in renamed[1].fix
-    assert "sglang_service_pp_size: 1" in renamed[0].fix
+    assert "lower sglang_service_tp_size/sglang_service_pp_size" in renamed[0].fix
     assert in_users_words(found, {}) == found
 
 

@@ -320,3 +320,20 @@ def test_supported_versions_have_rules():
     assert SUPPORTED_VERSIONS == ("0.5.11", "0.5.15", "0.5.19", "0.5.23")
     assert parse_sglang_version("0.5.19+ddtree").ddtree
     assert not parse_sglang_version("0.5.19").ddtree
+
+
+@pytest.mark.parametrize(
+    ("version", "backend"),
+    [("0.5.11", "ascend"), ("0.5.15", "trtllm_mha"), ("0.5.23", "flashmla"), ("0.5.19", "intel_xpu")],
+)
+def test_a_draft_backend_that_sglang_would_replace_is_refused_per_version(version, backend):
+    with pytest.raises(SglangConfigError, match=rf"sglang_service_draft_attention_backend '{backend}' is not a draft "
+                                                rf"attention backend SGLang {version} runs DFLASH with"):
+        server_config(dflash(draft_attention_backend=backend), version)
+
+
+@pytest.mark.parametrize(("version", "backend"), [("0.5.11", "fa4"), ("0.5.15", "ascend"), ("0.5.19", "trtllm_mha"),
+                                                  ("0.5.23", "intel_xpu")])
+def test_a_draft_backend_sglang_keeps_renders(version, backend):
+    config = server_config(dflash(draft_attention_backend=backend), version)
+    assert config["speculative-draft-attention-backend"] == backend

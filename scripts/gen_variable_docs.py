@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Write the README's variable reference from the roles' meta/argument_specs.yml (never typed twice).
+"""Write the variable references from the roles' meta/argument_specs.yml (never typed twice): every role's in
+README.md, and each role's own in its roles/<role>/README.md where that file has the markers.
 
-    scripts/gen_variable_docs.py           rewrite the block between the markers in README.md
-    scripts/gen_variable_docs.py --check   exit 1 when README.md is out of date (CI)
+    scripts/gen_variable_docs.py           rewrite the blocks between the markers
+    scripts/gen_variable_docs.py --check   exit 1 when one is out of date (CI)
 """
 
 from __future__ import annotations
@@ -26,11 +27,11 @@ def _cell(value: object) -> str:
     return f"`{text}`".replace("|", "\\|") if text else "`''`"
 
 
-def role_table(role: str) -> str:
+def role_table(role: str, heading: bool = True) -> str:
     spec = yaml.safe_load((ROOT / "roles" / role / "meta" / "argument_specs.yml").read_text())
     main = spec["argument_specs"]["main"]
-    lines = [f"### {role}", "", main.get("short_description", "").strip(), "",
-             "| variable | type | default | description |", "|---|---|---|---|"]
+    lines = [f"### {role}", "", main.get("short_description", "").strip(), ""] if heading else []
+    lines += ["| variable | type | default | description |", "|---|---|---|---|"]
     for name, option in main.get("options", {}).items():
         description = option.get("description", "")
         if isinstance(description, list):
@@ -50,26 +51,37 @@ def render() -> str:
     return "\n\n".join(role_table(r) for r in present + others)
 
 
-def updated_readme(text: str) -> str:
+def updated_readme(text: str, block: str | None = None, name: str = "README.md") -> str:
     if BEGIN not in text or END not in text:
-        sys.exit(f"README.md lacks the markers {BEGIN!r} … {END!r}")
+        sys.exit(f"{name} lacks the markers {BEGIN!r} … {END!r}")
     head, rest = text.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
-    return f"{head}{BEGIN}\n\n{render()}\n\n{END}{tail}"
+    return f"{head}{BEGIN}\n\n{render() if block is None else block}\n\n{END}{tail}"
+
+
+def targets() -> list[tuple[Path, str]]:
+    """Each file with a generated block, and the block it should hold."""
+    wanted = [(README, updated_readme(README.read_text()))]
+    for role_readme in sorted((ROOT / "roles").glob("*/README.md")):
+        text = role_readme.read_text()
+        if BEGIN in text:
+            role = role_readme.parent.name
+            wanted.append((role_readme, updated_readme(text, role_table(role, heading=False), str(role_readme))))
+    return wanted
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--check", action="store_true")
     args = parser.parse_args()
-    current = README.read_text()
-    wanted = updated_readme(current)
+    stale = [path for path, wanted in targets() if path.read_text() != wanted]
     if args.check:
-        if current != wanted:
-            print("README.md's variable reference is out of date: run scripts/gen_variable_docs.py", file=sys.stderr)
-            return 1
-        return 0
-    README.write_text(wanted)
+        for path in stale:
+            print(f"{path.relative_to(ROOT)}'s variable reference is out of date: run scripts/gen_variable_docs.py",
+                  file=sys.stderr)
+        return 1 if stale else 0
+    for path, wanted in targets():
+        path.write_text(wanted)
     return 0
 
 

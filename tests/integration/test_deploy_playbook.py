@@ -211,3 +211,46 @@ def test_deploy_refuses_a_bad_setting_before_touching_ct200(
     # Nothing of a later stage ran: the failure is the last thing the play did on the host.
     stages_run = {e["event_data"].get("role") for e in run.events if e["event"] == "runner_on_ok"}
     assert stages_run <= {"preflight", "spec_gate", "sglang_service", None}
+
+
+def _derived(tmp_path: Path, extravars: dict) -> dict:
+    """What the stages' defaults make of the inventory: a play loading the three roles' defaults as deploy.yml's
+    imports do, printing the variables that default to another stage's."""
+    names = ["model_weights_requested_block_size", "sglang_service_hf_token", "spec_gate_api_key"]
+    play = [{
+        "hosts": "localhost", "gather_facts": False, "connection": "local",
+        "vars_files": [str(ROOT / "roles" / r / "defaults" / "main.yml") for r in
+                       ("model_weights", "sglang_service", "spec_gate")],
+        "tasks": [{"ansible.builtin.set_fact": {"derived": {n: f"{{{{ {n} }}}}" for n in names}}}],
+    }]
+    private = tmp_path / "derived"
+    (private / "project").mkdir(parents=True)
+    (private / "project" / "play.yml").write_text(yaml.safe_dump(play))
+    run = ansible_runner.run(private_data_dir=str(private), playbook="play.yml", extravars=extravars, quiet=True,
+                             envvars={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")},
+                             cmdline=f"-e ansible_python_interpreter={sys.executable}")
+    assert run.status == "successful"
+    return next(e["event_data"]["res"]["ansible_facts"]["derived"] for e in run.events
+                if e["event"] == "runner_on_ok" and "derived" in e["event_data"]["res"].get("ansible_facts", {}))
+
+
+def test_each_shared_fact_is_set_once_and_every_stage_that_needs_it_gets_it(tmp_path: Path) -> None:
+    """The block size, the hub token and the API key are each one inventory variable; the other stages' variables
+    default to it (a profile's block size reaches the drafter check), and an explicit setting still wins."""
+    derived = _derived(tmp_path, {"sglang_service_block_size": 16, "model_weights_hf_token": "hf_once",
+                                  "sglang_service_api_key": "sk-once-1234"})
+    assert derived == {"model_weights_requested_block_size": 16, "sglang_service_hf_token": "hf_once",
+                       "spec_gate_api_key": "sk-once-1234"}
+    unset = _derived(tmp_path / "unset", {})
+    assert unset == {"model_weights_requested_block_size": None, "sglang_service_hf_token": None,
+                     "spec_gate_api_key": None}
+    explicit = _derived(tmp_path / "explicit", {"sglang_service_api_key": "sk-once-1234", "spec_gate_api_key": "sk-2"})
+    assert explicit["spec_gate_api_key"] == "sk-2"
+
+
+def test_the_fleet_inventory_states_each_shared_fact_once() -> None:
+    hostvars = _inventory("inventory/hosts.yml")["_meta"]["hostvars"]
+    for host in ("ct200", "b300"):
+        stated = set(hostvars[host])
+        assert {"model_weights_requested_block_size", "sglang_service_hf_token", "spec_gate_api_key"} & stated == set()
+        assert {"sglang_service_block_size", "model_weights_hf_token", "sglang_service_api_key"} <= stated

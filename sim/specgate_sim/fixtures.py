@@ -83,8 +83,9 @@ def target_config(num_layers: int = TARGET_LAYERS) -> dict:
         "intermediate_size": 4 * HIDDEN,
         "moe_intermediate_size": HIDDEN,
         "num_hidden_layers": num_layers,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 4,
+        # 8 heads: the demo serves it with tp_size 8, and SGLang splits the heads over the attention-TP group.
+        "num_attention_heads": 8,
+        "num_key_value_heads": 8,
         "n_shared_experts": 1,
         "n_routed_experts": 8,
         "num_experts_per_tok": 2,

@@ -131,6 +131,30 @@ def test_broken_drafter_fails_before_the_target_shards_are_fetched(hub_root, tmp
                        for r in hub.resolve_requests("GET"))
 
 
+@pytest.mark.parametrize(
+    ("deployment", "named"),
+    [
+        ({"context_length": "8k"}, "sglang_service_context_length 8000 is longer than the model's own context (4096"),
+        ({"tp_size": 16}, "sglang_service_tp_size 16 splits attention over 16 GPUs"),
+    ],
+    ids=["context-longer-than-the-model", "tp-that-cannot-split-the-heads"],
+)
+def test_a_deployment_the_target_cannot_serve_fails_before_its_weights_are_fetched(hub_root, tmp_path, deployment,
+                                                                                   named):
+    """SGLang refuses these once the weights are loaded; the target's config.json (kilobytes) tells before hours of
+    download. Without a drafter too: the small files come first whatever the deployment."""
+    with running_hub(hub_root[0]) as hub:
+        run = play(tmp_path, role_vars(hub.url, tmp_path / "models", model_weights_drafter_repo="",
+                                       model_weights_deployment=deployment))
+        assert run.status == "failed"
+        (task, res), = results(run, "runner_on_failed")
+        assert task == "Refuse a deployment the target model cannot serve, before its weights are downloaded"
+        assert named in res["msg"]
+        fetched = [r["path"] for r in hub.resolve_requests("GET")]
+        assert any(path.endswith("/config.json") for path in fetched), fetched
+        assert not any(path.endswith(".safetensors") for path in fetched), fetched
+
+
 def test_gated_target_without_token_fails_at_the_plan_naming_the_token(hub_root, tmp_path):
     with running_hub(hub_root[0], [TOKEN]) as hub:
         run = play(tmp_path, role_vars(hub.url, tmp_path / "models", model_weights_target_repo=fixtures.TARGET_GATED))

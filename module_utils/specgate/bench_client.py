@@ -153,7 +153,7 @@ def _finish_reason(meta: dict) -> str | None:
 def _auth_error(status: int, base_url: str) -> BenchError:
     return BenchError(
         f"the server at {base_url} refused the request with HTTP {status}: the API key is missing or wrong. "
-        "Set spec_gate_api_key to the key the service runs with (the same vault variable as sglang_service_api_key)."
+        "spec_gate_api_key defaults to sglang_service_api_key: leave it unset, or set the key the service runs with."
     )
 
 

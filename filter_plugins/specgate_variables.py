@@ -16,6 +16,7 @@ from ansible.module_utils.specgate.variable_names import (  # noqa: E402 - needs
     declared_names,
     refusal,
     unknown_variables,
+    without_defaults,
 )
 
 
@@ -32,6 +33,12 @@ def specgate_variable_refusal(
     return refusal(found, allow_var) if found else ""
 
 
+def specgate_spec_without_defaults(options: dict) -> dict:
+    """`{{ options | specgate_spec_without_defaults }}`: argument_specs options to check values with, not fill."""
+    return without_defaults(options)
+
+
 class FilterModule:
     def filters(self) -> dict:
-        return {"specgate_variable_refusal": specgate_variable_refusal}
+        return {"specgate_variable_refusal": specgate_variable_refusal,
+                "specgate_spec_without_defaults": specgate_spec_without_defaults}

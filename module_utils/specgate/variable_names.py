@@ -39,6 +39,22 @@ def declared_names(spec_documents: Iterable[dict]) -> set[str]:
     return names
 
 
+def without_defaults(options: dict) -> dict:
+    """argument_specs options with their `default`s left out, suboptions too.
+
+    preflight checks the values the play holds against the later stages' specs; a stage whose role is not in the
+    play has no value, and its spec's default may be a template over another stage's variable (the block size, the
+    token) that only means something with that stage's defaults loaded, so it is not applied there.
+    """
+    stripped = {}
+    for name, option in options.items():
+        kept = {key: value for key, value in (option or {}).items() if key != "default"}
+        if isinstance(kept.get("options"), dict):
+            kept["options"] = without_defaults(kept["options"])
+        stripped[name] = kept
+    return stripped
+
+
 def unknown_variables(
     names: Iterable[str], known: Iterable[str], prefixes: Iterable[str], allowed: Iterable[str] = ()
 ) -> list[UnknownVariable]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible.module_utils.specgate.variable_names import declared_names, unknown_variables
+from ansible.module_utils.specgate.variable_names import declared_names, unknown_variables, without_defaults
 from specgate_variables import specgate_variable_refusal
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,3 +103,10 @@ def test_every_shipped_profile_preset_sweep_and_inventory_passes_the_misspelling
     names = _top_level_names(path)
     assert names, f"{path} sets no variables"
     assert unknown_variables(names, declared_names(SPECS), PREFIXES) == []
+
+
+def test_specs_checked_by_preflight_keep_their_types_and_lose_their_defaults():
+    options = {"a": {"type": "int", "default": "{{ other | default(none) }}"},
+               "d": {"type": "dict", "default": {}, "options": {"x": {"type": "str", "default": "y"}}}}
+    assert without_defaults(options) == {"a": {"type": "int"}, "d": {"type": "dict", "options": {"x": {"type": "str"}}}}
+    assert options["a"]["default"], "the input is left as it was"

@@ -17,6 +17,7 @@ if _PROJECT_MODULE_UTILS not in ansible.module_utils.__path__:
 from ansible.module_utils.specgate.sglang_flags import (  # noqa: E402 - needs the path set above
     SglangConfigError,
     engine_env,
+    pinned_version,
     server_config,
 )
 
@@ -51,4 +52,4 @@ def sglang_config_refusal(deployment: dict[str, Any], sglang_version: str) -> st
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {"sglang_server_config": sglang_server_config, "sglang_engine_env": sglang_engine_env,
-                "sglang_config_refusal": sglang_config_refusal}
+                "sglang_config_refusal": sglang_config_refusal, "sglang_pinned_version": pinned_version}

@@ -296,6 +296,21 @@ def _refuse_unsupported_shape(text: str) -> None:
         )
 
 
+_SGLANG_PIN = re.compile(r"^sglang(\[[^\]]*\])?==(?P<version>\S+)$")
+
+
+def pinned_version(packages: Any, given: str | None = "") -> str:
+    """The SGLang version a deployment renders for before the venv exists: the one given, else the `sglang==` pin
+    among sglang_env's packages ("" when neither says, e.g. a git source with no version given)."""
+    if given:
+        return str(given)
+    for package in packages or ():
+        match = _SGLANG_PIN.match(str(package).strip())
+        if match:
+            return match.group("version")
+    return ""
+
+
 def parse_sglang_version(text: Any) -> SglangTarget:
     """`0.5.23` → stock release; `0.5.23+ddtree` → that release with the DDTree PR applied.
 

@@ -8,7 +8,16 @@ from sglang_config import FilterModule
 
 
 def test_filters_are_registered_under_the_names_the_role_uses():
-    assert set(FilterModule().filters()) == {"sglang_server_config", "sglang_engine_env", "sglang_config_refusal"}
+    assert set(FilterModule().filters()) == {"sglang_server_config", "sglang_engine_env", "sglang_config_refusal",
+                                             "sglang_pinned_version"}
+
+
+def test_the_pinned_version_is_the_one_given_else_the_sglang_pin_else_nothing():
+    pinned = FilterModule().filters()["sglang_pinned_version"]
+    packages = ["flashinfer-python==0.7.2", "sglang[all]==0.5.19", "sglang-kernel==0.4.10"]
+    assert pinned(packages, "") == "0.5.19"
+    assert pinned(packages, "0.5.23+ddtree") == "0.5.23+ddtree"
+    assert pinned(["sglang-kernel==0.4.10"], None) == ""
 
 
 def test_refusal_filter_says_nothing_for_a_config_that_renders_and_the_renderers_words_otherwise():

@@ -14,10 +14,11 @@ _PROJECT_MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_uti
 if _PROJECT_MODULE_UTILS not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(_PROJECT_MODULE_UTILS)
 
+from ansible.module_utils.specgate.service_fit import fit_problems  # noqa: E402 - needs the path set above
 from ansible.module_utils.specgate.sglang_flags import (  # noqa: E402 - needs the path set above
     SglangConfigError,
+    deployment_values,
     engine_env,
-    pinned_version,
     server_config,
 )
 
@@ -49,7 +50,30 @@ def sglang_config_refusal(deployment: dict[str, Any], sglang_version: str) -> st
     return ""
 
 
+def sglang_deployment_values(deployment: dict[str, Any]) -> dict[str, Any]:
+    """`{{ deployment | sglang_deployment_values }}` → the values as the renderer reads them (the specgate_deployment
+    fact); the path stand-ins are left out."""
+    try:
+        values = deployment_values(deployment)
+    except SglangConfigError as error:
+        raise AnsibleFilterError(str(error)) from error
+    return {key: value for key, value in values.items() if key not in ("model_path", "drafter_path")}
+
+
+def sglang_fit_refusal(deployment: dict[str, Any], gpu: dict[str, Any]) -> str:
+    """`{{ deployment | sglang_fit_refusal(specgate_gpu) }}` → '' when the deployment fits the host's GPUs, else
+    every misfit (parallel sizes, attention backends), each naming the variable and the fix."""
+    try:
+        problems = fit_problems(deployment_values(deployment), gpu or {})
+    except SglangConfigError as error:
+        return str(error)
+    if not problems:
+        return ""
+    return "the service's settings do not fit this host's GPUs:\n- " + "\n- ".join(problems)
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {"sglang_server_config": sglang_server_config, "sglang_engine_env": sglang_engine_env,
-                "sglang_config_refusal": sglang_config_refusal, "sglang_pinned_version": pinned_version}
+                "sglang_config_refusal": sglang_config_refusal, "sglang_fit_refusal": sglang_fit_refusal,
+                "sglang_deployment_values": sglang_deployment_values}

@@ -46,6 +46,14 @@ options:
     type: list
     elements: str
     default: []
+  driver_cuda_version:
+    description: CUDA version the host's driver supports (nvidia-smi); a toolkit of a newer major is refused.
+    type: str
+    default: ""
+  driver_version:
+    description: The driver's version, named in that refusal.
+    type: str
+    default: ""
 """
 
 EXAMPLES = r"""
@@ -73,6 +81,8 @@ ARGUMENT_SPEC = {
     "prefix": {"type": "path", "required": True},
     "pypi_packages": {"type": "list", "elements": "str", "default": []},
     "apt_packages": {"type": "list", "elements": "str", "default": []},
+    "driver_cuda_version": {"type": "str", "default": ""},
+    "driver_version": {"type": "str", "default": ""},
 }
 
 
@@ -86,6 +96,8 @@ def main() -> None:
         prefix=p["prefix"],
         pypi_packages=p["pypi_packages"],
         apt_packages=p["apt_packages"],
+        driver_cuda_version=p["driver_cuda_version"],
+        driver_version=p["driver_version"],
     )
     if result.problems:
         module.fail_json(

@@ -10,20 +10,18 @@ from ansible.module_utils.specgate.deployment_checks import (
     Deployment,
     check_deployment,
     failure_message,
-    in_users_words,
     problems_as_dicts,
 )
 
 DOCUMENTATION = r"""
 ---
 module: preflight_check
-short_description: Check a requested SGLang deployment as a whole against the host's GPUs, CUDA, disk and OS
+short_description: Refuse a host without the GPUs, disk, RAM or OS a deployment needs
 description:
-  - Checks what per-variable validation cannot - parallel sizes against the GPU count, DFLASH/DDTREE against
-    pipeline parallelism, attention backends against the SM arch (fa3 only SM90, trtllm_mla/trtllm_mha only
-    SM100/SM103), the CUDA toolkit against the arch minimum (SM90 12.0, SM100/SM120 12.8, SM103 12.9), the
-    SGLang release against its CUDA lane (0.5.20 and later need CUDA 13), the driver against the toolkit,
-    free disk, RAM and OS.
+  - Checks the host itself - NVIDIA GPUs present where expected, of one model and a supported arch (SM90,
+    SM100, SM103, SM120), free disk on each given path, RAM, OS.
+  - How the later stages' settings fit the host (parallel sizes, attention backends, CUDA against the arch and
+    the driver, the SGLang release against its CUDA lane) is each stage's own check, in its validate entry point.
   - Fails listing every problem, each naming the variable to change and how. Reads only; supports check mode.
 version_added: "0.1.0"
 author: specgate
@@ -40,62 +38,14 @@ options:
     description: Whether the host must have NVIDIA GPUs; false only for demo and test hosts.
     type: bool
     default: true
-  assume_arch:
-    description: SM arch a GPU-less host stands in for (checks CUDA and backends against it); ignored with GPUs.
-    type: str
-    choices: [sm90, sm100, sm103, sm120]
-  tp_size:
-    description: Tensor parallel size.
-    type: int
-    default: 1
-  pp_size:
-    description: Pipeline parallel size.
-    type: int
-    default: 1
-  ep_size:
-    description: Expert parallel size.
-    type: int
-    default: 1
-  dp_size:
-    description: Data parallel replicas.
-    type: int
-    default: 1
-  attn_dp_size:
-    description: Attention data parallel size.
-    type: int
-    default: 1
-  nnodes:
-    description: Nodes the deployment spans.
-    type: int
-    default: 1
-  attention_backend:
-    description: Target attention backend (empty for SGLang's default).
-    type: str
-  draft_attention_backend:
-    description: Draft attention backend (empty for SGLang's default).
-    type: str
-  sglang_version:
-    description: SGLang release the venv pins.
-    type: str
-    default: "0.5.23"
-  cuda_version:
-    description: CUDA toolkit MAJOR.MINOR that will be installed.
-    type: str
-    default: "13.0"
   min_free_gib:
-    description: Minimum free GiB per path, for paths M(gpu_facts) measured.
+    description: Free GiB required on the filesystem of each path (the paths M(gpu_facts) measured).
     type: dict
     default: {}
   min_ram_gib:
-    description: Minimum RAM in GiB (0 to skip).
+    description: RAM in GiB the host must have (0 skips the check).
     type: float
     default: 0
-  var_sources:
-    description:
-      - Maps a preflight_* variable to the inventory variable the playbook set it from
-        (C(preflight_tp_size) to C(sglang_service_tp_size)); problems then name the inventory variable.
-    type: dict
-    default: {}
   supported_os:
     description: Accepted ID+VERSION_ID of /etc/os-release (C(debian12), C(ubuntu24.04)); empty accepts any.
     type: list
@@ -104,18 +54,17 @@ options:
 """
 
 EXAMPLES = r"""
-- name: Refuse a deployment the GPUs cannot run
+- name: Refuse a host without GPUs or disk
   preflight_check:
     gpu: "{{ __preflight_gpu_facts.specgate_gpu }}"
     host: "{{ __preflight_gpu_facts.host }}"
-    tp_size: 8
-    attention_backend: triton
-    cuda_version: "13.0"
+    min_free_gib:
+      /opt/specgate: 25
 """
 
 RETURN = r"""
 problems:
-  description: Every problem found, each with variable, message and fix; empty when the deployment can go ahead.
+  description: Every problem found, each with variable, message and fix; empty when the host can go ahead.
   returned: always
   type: list
   elements: dict
@@ -125,21 +74,9 @@ ARGUMENT_SPEC = {
     "gpu": {"type": "dict", "required": True},
     "host": {"type": "dict", "required": True},
     "expect_gpus": {"type": "bool", "default": True},
-    "assume_arch": {"type": "str", "choices": ["sm90", "sm100", "sm103", "sm120"]},
-    "tp_size": {"type": "int", "default": 1},
-    "pp_size": {"type": "int", "default": 1},
-    "ep_size": {"type": "int", "default": 1},
-    "dp_size": {"type": "int", "default": 1},
-    "attn_dp_size": {"type": "int", "default": 1},
-    "nnodes": {"type": "int", "default": 1},
-    "attention_backend": {"type": "str"},
-    "draft_attention_backend": {"type": "str"},
-    "sglang_version": {"type": "str", "default": "0.5.23"},
-    "cuda_version": {"type": "str", "default": "13.0"},
     "min_free_gib": {"type": "dict", "default": {}},
     "min_ram_gib": {"type": "float", "default": 0},
     "supported_os": {"type": "list", "elements": "str", "default": []},
-    "var_sources": {"type": "dict", "default": {}},
 }
 
 
@@ -148,9 +85,7 @@ def main() -> None:
     params = module.params
     deployment = Deployment(**{f.name: params[f.name] for f in fields(Deployment) if params[f.name] is not None})
     deployment.min_free_gib = {path: float(gib) for path, gib in params["min_free_gib"].items()}
-    problems = in_users_words(
-        check_deployment(deployment, params["gpu"], params["host"], params["assume_arch"]), params["var_sources"]
-    )
+    problems = check_deployment(deployment, params["gpu"], params["host"])
     if problems:
         module.fail_json(msg=failure_message(problems), problems=problems_as_dicts(problems))
     module.exit_json(changed=False, problems=[])

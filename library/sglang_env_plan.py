@@ -14,11 +14,12 @@ module: sglang_env_plan
 short_description: Plan what the SGLang venv installs and from where (index, wheelhouse or git commit)
 description:
   - Builds the requirement list (base packages first, then the pinned SGLang stack), the pip arguments for
-    the source, the git requirement for a commit of SGLang, the names whose versions are recorded, and the
-    patch list.
+    the source, the git requirement for a commit of SGLang, the names whose versions are recorded, the
+    patch list, and what the engine will be (its SGLang release and the features its patches or git source add).
   - Fails, naming the sglang_env_* variable and the fix, on unpinned stack packages, a wheelhouse source
-    without a wheelhouse, a git source without a URL or a full commit, sglang asked for twice, or malformed
-    patch entries. Pure computation; supports check mode.
+    without a wheelhouse, a git source without a URL or a full commit, sglang asked for twice, malformed
+    patch entries, an SGLang release specgate does not render for, or a CUDA toolkit of another lane.
+    Pure computation; supports check mode.
 version_added: "0.1.0"
 author: specgate
 options:
@@ -66,6 +67,19 @@ options:
     description: Directory on the host the patch files are copied to.
     type: str
     default: ""
+  sglang_version:
+    description: The SGLang release the engine is when no sglang==X.Y.Z pin says so (a git source, a stand-in).
+    type: str
+    default: ""
+  git_provides:
+    description: Features the git source's commit adds to its release (e.g. ddtree).
+    type: list
+    elements: str
+    default: []
+  cuda_version:
+    description: The CUDA toolkit the engine runs on ("" skips the CUDA lane check).
+    type: str
+    default: ""
 """
 
 EXAMPLES = r"""
@@ -80,7 +94,10 @@ EXAMPLES = r"""
 
 RETURN = r"""
 plan:
-  description: requirements, git_requirement, pip_args, version_names, patches (name, src, strip, path on the host).
+  description: >-
+    requirements, git_requirement, pip_args, version_names, patches (name, src, strip, path on the host,
+    provides), and engine (sglang_version, features, renders_for, source, version_variable): what the engine
+    will be able to do.
   returned: always
   type: dict
 """
@@ -96,6 +113,9 @@ ARGUMENT_SPEC = {
     "git_subdirectory": {"type": "str", "default": "python"},
     "patches": {"type": "list", "elements": "dict", "default": []},
     "patch_dir": {"type": "str", "default": ""},
+    "sglang_version": {"type": "str", "default": ""},
+    "git_provides": {"type": "list", "elements": "str", "default": []},
+    "cuda_version": {"type": "str", "default": ""},
 }
 
 

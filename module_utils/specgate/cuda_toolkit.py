@@ -49,8 +49,13 @@ def plan(
     prefix: str,
     pypi_packages: list[str],
     apt_packages: list[str],
+    driver_cuda_version: str = "",
+    driver_version: str = "",
 ) -> CudaPlan:
-    """Where the toolkit goes and how the arch is spelled; problems name the cuda_* variable and the fix."""
+    """Where the toolkit goes and how the arch is spelled; problems name the cuda_* variable and the fix.
+
+    `driver_cuda_version` is the CUDA version the host's driver supports (nvidia-smi): a toolkit of a newer
+    major builds binaries that will not load on it."""
     result = CudaPlan(arch=arch or None, version=version, source=source)
     if not arch:
         result.problems.append(
@@ -66,6 +71,7 @@ def plan(
     except ValueError:
         result.problems.append(f"cuda_toolkit_version: {version!r} is not MAJOR.MINOR. Fix: set it like '13.0'.")
         return result
+    result.problems += _driver_problems(major, version, driver_cuda_version, driver_version)
     if result.arch in CUDA_MINIMUM_BY_ARCH:
         if not cuda_meets_minimum(result.arch, version):
             result.problems.append(
@@ -98,6 +104,22 @@ def plan(
         result.home = f"/usr/local/cuda-{version}"
         result.lib_dir = f"{result.home}/lib64"
     return result
+
+
+def _driver_problems(major: int, version: str, driver_cuda_version: str, driver_version: str) -> list[str]:
+    if not driver_cuda_version:
+        return []
+    try:
+        driver_major = parse_version(driver_cuda_version, 2)[0]
+    except ValueError:
+        return []
+    if driver_major >= major:
+        return []
+    return [
+        f"cuda_toolkit_version: the driver ({driver_version or 'installed'}) supports CUDA {driver_cuda_version}; a "
+        f"CUDA {version} toolkit's binaries will not load on it. Fix: upgrade the NVIDIA driver to one that "
+        f"supports CUDA {major} (580 or newer for CUDA 13), or lower cuda_toolkit_version to the driver's major."
+    ]
 
 
 def nvcc_release(version_output: str) -> str | None:

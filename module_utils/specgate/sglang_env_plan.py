@@ -2,6 +2,10 @@
 
 Sources: a package index, a local wheelhouse (air-gapped hosts), or SGLang from a git commit (e.g. the
 DDTree pull request) beside the pinned FlashInfer/kernel packages.
+
+The plan also says what the engine will be able to do (`engine`): its SGLang release and the features that
+patches or a git source add to it (DDTree: sgl-project/sglang#29907). That is the one answer every later check
+reads (the specgate_engine fact): the renderer, the gate, the CUDA lane.
 """
 
 from __future__ import annotations
@@ -10,6 +14,15 @@ import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
+
+from ansible.module_utils.specgate.cuda_lanes import cuda_lane_for_sglang, parse_version
+from ansible.module_utils.specgate.sglang_flags import (
+    ENGINE_FEATURES,
+    SglangConfigError,
+    parse_sglang_version,
+    pinned_version,
+    render_version,
+)
 
 _NAME_RE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 _PINNED_RE = re.compile(r"^\s*[A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?\s*==\s*[^\s,;]+\s*(;.*)?$")
@@ -23,6 +36,7 @@ class EnvPlan:
     pip_args: str = ""
     version_names: list[str] = field(default_factory=list)
     patches: list[dict[str, Any]] = field(default_factory=list)
+    engine: dict[str, Any] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
 
@@ -54,6 +68,9 @@ def plan_env(
     git_subdirectory: str,
     patches: list[dict[str, Any]],
     patch_dir: str,
+    sglang_version: str = "",
+    git_provides: list[str] | None = None,
+    cuda_version: str = "",
 ) -> EnvPlan:
     result = EnvPlan()
     for requirement in [*packages, *base_packages]:
@@ -115,5 +132,71 @@ def plan_env(
         strip = patch.get("strip", 1)
         if not isinstance(strip, int) or strip < 0:
             result.problems.append(f"sglang_env_patches: {name} has strip {strip!r}. Fix: use a whole number >= 0.")
-        result.patches.append({"name": name, "src": src, "strip": strip, "path": f"{patch_dir}/{name}"})
+        provides = patch.get("provides") or []
+        result.problems += _unknown_features("sglang_env_patches", name, provides)
+        result.patches.append(
+            {"name": name, "src": src, "strip": strip, "path": f"{patch_dir}/{name}", "provides": list(provides)}
+        )
+    if not result.problems:
+        result.engine, problems = plan_engine(
+            source=source, packages=packages, sglang_version=sglang_version, patches=result.patches,
+            git_provides=list(git_provides or []), cuda_version=cuda_version,
+        )
+        result.problems += problems
     return result
+
+
+def _unknown_features(variable: str, owner: str, provides: Any) -> list[str]:
+    if not isinstance(provides, list) or not all(isinstance(item, str) for item in provides):
+        return [f"{variable}: {owner} provides {provides!r}. Fix: list feature names, e.g. [ddtree]."]
+    unknown = sorted(set(provides) - set(ENGINE_FEATURES))
+    if unknown:
+        known = ", ".join(f"{name} ({why})" for name, why in ENGINE_FEATURES.items())
+        return [f"{variable}: {owner} provides {unknown}, which specgate does not know. Fix: use one of: {known}."]
+    return []
+
+
+def plan_engine(
+    *, source: str, packages: list[str], sglang_version: str, patches: list[dict[str, Any]], git_provides: list[str],
+    cuda_version: str,
+) -> tuple[dict[str, Any], list[str]]:
+    """What the venv's engine will be: its SGLang release, what patches and a git source add, the version string
+    the renderer renders for, and the problems (an unsupported release, a CUDA toolkit of the wrong lane)."""
+    problems = _unknown_features("sglang_env_git_provides", "the git source", git_provides)
+    if git_provides and source != "git":
+        problems.append(
+            "sglang_env_git_provides: is set but sglang_env_source is not git. Fix: declare what a patch adds on its "
+            "sglang_env_patches entry (provides: [ddtree]), or leave sglang_env_git_provides empty."
+        )
+    pin = pinned_version(packages)
+    version = sglang_version or pin
+    variable = "sglang_env_sglang_version" if sglang_version else "sglang_env_packages"
+    if not version:
+        problems.append(
+            "sglang_env_sglang_version: nothing says which SGLang release the venv's engine is (no sglang==X.Y.Z in "
+            "sglang_env_packages, e.g. a git source). Fix: set sglang_env_sglang_version to the release its commit "
+            "builds (flag spellings differ per release)."
+        )
+    features = sorted({feature for patch in patches for feature in patch.get("provides") or []} | set(git_provides))
+    engine = {"sglang_version": version, "features": features, "source": source, "version_variable": variable}
+    if problems:
+        return engine, problems
+    try:
+        target = parse_sglang_version(version, variable=variable)
+    except SglangConfigError as error:
+        return engine, [str(error) + "."]
+    engine["renders_for"] = render_version(target.release, features)
+    if cuda_version:
+        try:
+            cuda_major = parse_version(cuda_version, 2)[0]
+        except ValueError:
+            problems.append(f"cuda_toolkit_version: {cuda_version!r} is not MAJOR.MINOR. Fix: set it like '13.0'.")
+        else:
+            lane = cuda_lane_for_sglang(target.release)
+            if cuda_major not in lane.allowed_majors:
+                problems.append(
+                    f"cuda_toolkit_version: CUDA {cuda_version} does not match the SGLang lane: {lane.reason}. "
+                    f"Fix: set cuda_toolkit_version to a CUDA {'/'.join(map(str, lane.allowed_majors))}.x toolkit "
+                    f"(13.0 for SGLang 0.5.23), or pin a release of the CUDA 12 lane (<= 0.5.19) in {variable}."
+                )
+    return engine, problems

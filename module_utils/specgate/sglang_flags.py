@@ -3,8 +3,10 @@
 Flag spellings change between SGLang releases (shared docs: sglang-reference.md, "Flag history that bites"),
 so every rendering is for one named SGLang version. A version string is `X.Y.Z`, optionally with the local
 label `+ddtree` (`0.5.23+ddtree`) when the install carries the DDTree pull request (sgl-project/sglang#29907):
-DDTREE is rendered only for such an install, because no SGLang release knows it. `parse_sglang_version` is the
-one rule for which versions are supported: preflight judges the pin with it before anything changes the host.
+DDTREE is rendered only for such an install, because no SGLang release knows it. Users never write that label:
+sglang_env derives it (`render_version`) from the features its patches or git source declare (`provides`), and
+publishes it in the specgate_engine fact. `parse_sglang_version` is the one rule for which versions are
+supported: sglang_env's plan judges the pin with it before anything changes the host.
 
 Errors name the `sglang_service_*` variable to change; they are raised as `SglangConfigError`.
 """
@@ -245,6 +247,12 @@ _VERSION_PARTS = re.compile(
 )
 
 
+# What a patch or a git source can add to a release (sglang_env_patches[].provides, sglang_env_git_provides).
+ENGINE_FEATURES: dict[str, str] = {"ddtree": "sgl-project/sglang#29907, --speculative-algorithm DDTREE"}
+# The SGLang version a plan names, when a refusal does not know which variable set it.
+VERSION_VARIABLE = "sglang_env_packages"
+
+
 class SglangConfigError(ValueError):
     """A deployment that specgate refuses to render; the message names the variable and the fix."""
 
@@ -266,7 +274,12 @@ def var(key: str) -> str:
     return VAR_PREFIX + key
 
 
-def _refuse_unsupported_shape(text: str) -> None:
+def render_version(release: str, features: Any) -> str:
+    """The version string a release with these engine features renders for: `0.5.23` + [ddtree] → `0.5.23+ddtree`."""
+    return f"{release}+ddtree" if "ddtree" in (features or ()) else release
+
+
+def _refuse_unsupported_shape(text: str, variable: str) -> None:
     """A well-formed version that is not X.Y.Z[+ddtree]: say why it is refused, in SGLang's terms."""
     parts = _VERSION_PARTS.match(text)
     if parts is None:
@@ -277,7 +290,7 @@ def _refuse_unsupported_shape(text: str) -> None:
         # from its main branch like any other release, so their flag spellings are their own; specgate renders
         # only for versions whose spellings were read from the wheel and resolved by its own resolver (tests/peer).
         raise SglangConfigError(
-            f"{var('sglang_version')}: SGLang {text} is a post-release of {release}; SGLang cuts post-releases from "
+            f"{variable}: SGLang {text} is a post-release of {release}; SGLang cuts post-releases from "
             f"its main branch like any other release, so specgate does not assume {release}'s flag spellings for "
             f"it (supported: {supported}). Pin sglang=={release} (sglang_env_packages), or add {text} to "
             "VERSION_RULES in module_utils/specgate/sglang_flags.py once tests/peer resolves every shipped profile "
@@ -285,25 +298,23 @@ def _refuse_unsupported_shape(text: str) -> None:
         )
     if parts.group("pre") or parts.group("dev"):
         raise SglangConfigError(
-            f"{var('sglang_version')}: SGLang {text} is a pre-release or development build; specgate renders "
+            f"{variable}: SGLang {text} is a pre-release or development build; specgate renders "
             f"configs only for releases it has resolved with their own parser (supported: {supported}). "
-            "Pin one of those, or install the DDTree pull request on one and write X.Y.Z+ddtree"
+            "Pin one of those (a patch such as the DDTree pull request goes on top: sglang_env_patches)"
         )
     if parts.group("local") and parts.group("local").lower() != "ddtree":
         raise SglangConfigError(
-            f"{var('sglang_version')}: {text!r} carries the local label +{parts.group('local')}; the only label "
-            "specgate knows is +ddtree (an install carrying sgl-project/sglang#29907). Write X.Y.Z or X.Y.Z+ddtree"
+            f"{variable}: {text!r} carries the local label +{parts.group('local')}; specgate renders for "
+            "releases (X.Y.Z). Name the release, and declare what a patch adds on its sglang_env_patches entry "
+            "(provides: [ddtree])"
         )
 
 
 _SGLANG_PIN = re.compile(r"^sglang(\[[^\]]*\])?==(?P<version>\S+)$")
 
 
-def pinned_version(packages: Any, given: str | None = "") -> str:
-    """The SGLang version a deployment renders for before the venv exists: the one given, else the `sglang==` pin
-    among sglang_env's packages ("" when neither says, e.g. a git source with no version given)."""
-    if given:
-        return str(given)
+def pinned_version(packages: Any) -> str:
+    """The `sglang==` pin among sglang_env's packages ("" when there is none, e.g. a git source)."""
     for package in packages or ():
         match = _SGLANG_PIN.match(str(package).strip())
         if match:
@@ -311,7 +322,7 @@ def pinned_version(packages: Any, given: str | None = "") -> str:
     return ""
 
 
-def parse_sglang_version(text: Any) -> SglangTarget:
+def parse_sglang_version(text: Any, variable: str = VERSION_VARIABLE) -> SglangTarget:
     """`0.5.23` → stock release; `0.5.23+ddtree` → that release with the DDTree PR applied.
 
     The one rule for supported SGLang versions (the renderer, preflight and the role all call it): a release
@@ -322,16 +333,16 @@ def parse_sglang_version(text: Any) -> SglangTarget:
     match = _VERSION.match(text) if isinstance(text, str) else None
     if match is None:
         if isinstance(text, str):
-            _refuse_unsupported_shape(text)
+            _refuse_unsupported_shape(text, variable)
         raise SglangConfigError(
-            f"{var('sglang_version')}: {text!r} is not an SGLang version; write X.Y.Z, or X.Y.Z+ddtree when the "
-            "install carries the DDTree pull request (sgl-project/sglang#29907)"
+            f"{variable}: {text!r} is not an SGLang version; write X.Y.Z (what a patch adds, such as the "
+            "DDTree pull request, is declared on its sglang_env_patches entry: provides: [ddtree])"
         )
     release = match.group(1)
     if release not in VERSION_RULES:
         raise SglangConfigError(
-            f"{var('sglang_version')}: SGLang {release} is not a version specgate renders configs for "
-            f"(supported: {', '.join(SUPPORTED_VERSIONS)}); pin the SGLang version (sglang_env) to one of them"
+            f"{variable}: SGLang {release} is not a version specgate renders configs for "
+            f"(supported: {', '.join(SUPPORTED_VERSIONS)}); pin one of them"
         )
     return SglangTarget(release=release, ddtree=match.group(2) is not None)
 
@@ -416,6 +427,12 @@ def _normalise(deployment: Any) -> dict[str, Any]:
     return values
 
 
+def deployment_values(deployment: Any) -> dict[str, Any]:
+    """The deployment's values as the renderer reads them (typed as argument_specs type them, None = SGLang's
+    default), for checks of how they fit the host (service_fit); raises SglangConfigError as the renderer does."""
+    return _normalise(deployment)
+
+
 def _check_speculative(values: dict[str, Any], target: SglangTarget) -> None:
     algorithm = values["algorithm"]
     for key, applies_to in SPEC_KEYS.items():
@@ -429,8 +446,9 @@ def _check_speculative(values: dict[str, Any], target: SglangTarget) -> None:
     if algorithm == "DDTREE" and not target.ddtree:
         raise SglangConfigError(
             f"{var('algorithm')} DDTREE needs an SGLang install carrying the DDTree pull request "
-            f"(sgl-project/sglang#29907); SGLang {target.release} as installed does not have it. Install the patched "
-            f"SGLang and pass the version as {target.release}+ddtree, or choose DFLASH"
+            f"(sgl-project/sglang#29907); the engine sglang_env installs (SGLang {target.release}) does not have it. "
+            "Apply the pull request with sglang_env_patches and declare it there (provides: [ddtree]), or install "
+            "a commit carrying it (sglang_env_source git, sglang_env_git_provides: [ddtree]), or choose DFLASH"
         )
     if algorithm in ("DFLASH", "DDTREE", "EAGLE3") and values["drafter_path"] is None:
         raise SglangConfigError(

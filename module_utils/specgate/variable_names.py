@@ -1,9 +1,11 @@
 """Catch misspelled variables before a play changes anything.
 
 Ansible ignores a variable no task reads, so `sglang_service_blocksize: 16` (for `sglang_service_block_size`)
-leaves the host as it was while the user believes it was reconfigured. A name is refused when it carries a
-stage's prefix but no stage declares it, or when it is one small slip away from a declared name (a misspelled
-prefix: `sglang_servce_port`). Names starting with `_` are the roles' private variables and are left alone.
+leaves the host as it was while the user believes it was reconfigured. Each role checks its own names (its
+`validate` entry point, before anything changes): a name is refused when it carries the role's prefix but the
+role does not declare it, or when it is one small slip away from a name the role declares (a misspelled prefix:
+`sglang_servce_port`). Names starting with `_` are the roles' private variables and are left alone; names a
+release renamed or retired are refused with what replaced them.
 """
 
 from __future__ import annotations
@@ -20,12 +22,28 @@ NEAR_MISS_RATIO = 0.9
 SUGGESTION_RATIO = 0.6
 
 
+# Names users may still have in their inventory, and what replaced them (the refusal says so).
+RETIRED: dict[str, str] = {
+    "sglang_service_sglang_version": (
+        "renamed to sglang_env_sglang_version (the engine's release is the venv stage's fact); DDTree is "
+        "declared on its patch (sglang_env_patches: provides: [ddtree]) or git source (sglang_env_git_provides)"
+    ),
+    "preflight_allowed_variables": "renamed to specgate_allowed_variables",
+    "preflight_validate_roles": "retired: each stage checks its own variables in its validate entry point",
+    "preflight_declaring_roles": "retired: each stage checks its own variables in its validate entry point",
+    "preflight_nnodes": "retired: a deployment spans one host",
+}
+
+
 @dataclass(frozen=True)
 class UnknownVariable:
     name: str
     suggestion: str | None
+    retired: str | None = None
 
     def describe(self) -> str:
+        if self.retired:
+            return f"{self.name}: {self.retired}"
         hint = f"did you mean {self.suggestion}?" if self.suggestion else "no stage declares a variable like it"
         return f"{self.name}: {hint}"
 
@@ -39,32 +57,24 @@ def declared_names(spec_documents: Iterable[dict]) -> set[str]:
     return names
 
 
-def without_defaults(options: dict) -> dict:
-    """argument_specs options with their `default`s left out, suboptions too.
-
-    preflight checks the values the play holds against the later stages' specs; a stage whose role is not in the
-    play has no value, and its spec's default may be a template over another stage's variable (the block size, the
-    token) that only means something with that stage's defaults loaded, so it is not applied there.
-    """
-    stripped = {}
-    for name, option in options.items():
-        kept = {key: value for key, value in (option or {}).items() if key != "default"}
-        if isinstance(kept.get("options"), dict):
-            kept["options"] = without_defaults(kept["options"])
-        stripped[name] = kept
-    return stripped
-
-
 def unknown_variables(
-    names: Iterable[str], known: Iterable[str], prefixes: Iterable[str], allowed: Iterable[str] = ()
+    names: Iterable[str], known: Iterable[str], prefixes: Iterable[str], allowed: Iterable[str] = (),
+    others: Iterable[str] = (),
 ) -> list[UnknownVariable]:
-    """The names among `names` that look meant for a stage but that no stage declares, sorted by name."""
+    """The names among `names` that look meant for a stage owning `prefixes` but that it does not declare
+    (`known`), sorted by name. Names with another stage's prefix (`others`) are that stage's to judge."""
     known_set = set(known) | set(allowed)
     known_sorted = sorted(known_set)
     prefix_tuple = tuple(prefixes)
+    other_prefixes = tuple(prefix for prefix in others if not prefix.startswith(prefix_tuple)) if prefix_tuple else ()
     found = []
     for name in sorted(set(names)):
         if name.startswith("_") or name in known_set:
+            continue
+        if name in RETIRED and (not prefix_tuple or name.startswith(prefix_tuple)):
+            found.append(UnknownVariable(name, None, RETIRED[name]))
+            continue
+        if other_prefixes and name.startswith(other_prefixes) and not name.startswith(prefix_tuple):
             continue
         if prefix_tuple and name.startswith(prefix_tuple):
             close = difflib.get_close_matches(name, known_sorted, n=1, cutoff=SUGGESTION_RATIO)
@@ -76,10 +86,24 @@ def unknown_variables(
     return found
 
 
-def refusal(found: list[UnknownVariable], allow_var: str) -> str:
+def refusal(found: list[UnknownVariable], allow_var: str, stage: str = "") -> str:
     """One message for every unknown name, with the fix."""
     lines = "; ".join(item.describe() for item in found)
+    whose = f"the {stage} stage does not declare" if stage else "no stage declares"
     return (
-        f"variables no stage declares (Ansible would ignore them and leave the host as it is): {lines}. "
+        f"variables {whose} (Ansible would ignore them and leave the host as it is): {lines}. "
         f"Fix the spelling (README: variable reference), or list a variable of your own in {allow_var}"
     )
+
+
+def role_refusal(
+    names: Iterable[str], role: str, spec_document: dict, sibling_roles: Iterable[str] = (), *,
+    allowed: Iterable[str] = (), allow_var: str = "specgate_allowed_variables",
+) -> str:
+    """'' or the refusal of the names meant for `role` (its prefix, or one slip from its names) it does not declare.
+
+    `sibling_roles` are the other stages' names: a name carrying one of their prefixes is theirs to judge, not a
+    near miss of this role's (`spec_sweep_runs` is no slip of `spec_gate_runs`)."""
+    others = [f"{name}_" for name in sibling_roles if name != role]
+    found = unknown_variables(names, declared_names([spec_document]), [f"{role}_"], allowed, others)
+    return refusal(found, allow_var, role) if found else ""

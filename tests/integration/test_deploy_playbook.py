@@ -6,7 +6,6 @@ Driven through ansible-runner; assertions read its events and stats, not scraped
 from __future__ import annotations
 
 import itertools
-import re
 import sys
 from pathlib import Path
 
@@ -84,12 +83,12 @@ def test_root_deploy_imports_the_playbook_that_runs_the_six_stages_in_order() ->
     assert [p.get("ansible.builtin.import_playbook") for p in root] == ["playbooks/deploy.yml"]
     play = yaml.safe_load((ROOT / "playbooks" / "deploy.yml").read_text())[0]
     assert "roles" not in play, "every stage is an import_role task, in the order tasks run"
-    # The gate's settings are judged right after preflight, before any stage changes the host; then the change
-    # lock is taken, and what a dead run left unfinished is settled, before the first stage that changes it.
+    # Every stage's validate entry point runs right after preflight, in the data flow's order, before any stage
+    # changes the host; then the change lock is taken, and what a dead run left unfinished is settled, before the
+    # first stage that changes it.
     assert _without_renewals(_stages(play)) == [
         ("preflight", "main"),
-        ("spec_gate", "settings"),
-        ("sglang_service", "settings"),
+        *((s, "validate") for s in STAGES[1:]),
         LOCK,
         ("spec_gate", "unsettled"),
         *((s, "main") for s in STAGES[1:4]),
@@ -123,23 +122,44 @@ def test_the_change_lock_is_released_on_every_exit_and_renewed_before_each_long_
         ] == "unlock"
 
 
-def test_sweep_provisions_like_deploy_then_sweeps_with_the_same_preflight_feed() -> None:
+def test_sweep_validates_and_provisions_like_deploy_then_sweeps() -> None:
     deploy = yaml.safe_load((ROOT / "playbooks" / "deploy.yml").read_text())[0]
     sweep = yaml.safe_load((ROOT / "playbooks" / "sweep.yml").read_text())[0]
     assert _without_renewals(_stages(sweep)) == [
-        *_without_renewals(_stages(deploy))[:8],
+        *_without_renewals(_stages(deploy))[:11],
         ("spec_sweep", "main"),
         UNLOCK,
     ]
-    assert sweep["vars_files"] == deploy["vars_files"] == ["vars/preflight_feed.yml"]
+    # No feed file: each stage validates its own variables, no copy of them is passed around.
+    assert "vars_files" not in sweep
+    assert "vars_files" not in deploy
+
+
+def test_every_stage_has_a_validate_entry_point_with_its_own_argument_specs() -> None:
+    for stage in STAGES[1:]:
+        spec = yaml.safe_load((ROOT / "roles" / stage / "meta" / "argument_specs.yml").read_text())["argument_specs"]
+        assert spec["validate"]["options"] == spec["main"]["options"], stage
+        assert (ROOT / "roles" / stage / "tasks" / "validate.yml").is_file()
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("playbook", "bad", "role", "named"),
     [
-        ("deploy.yml", {"sglang_service_pp_size": 2}, "preflight", "sglang_service_pp_size"),
-        ("playbooks/sweep.yml", {"sglang_service_pp_size": 2}, "preflight", "sglang_service_pp_size"),
+        # DFLASH's own rule (pp 1), the renderer's, judged by the service's validate entry point.
+        ("deploy.yml", {"sglang_service_pp_size": 2}, "sglang_service", "sglang_service_pp_size"),
+        ("playbooks/sweep.yml", {"sglang_service_pp_size": 2}, "sglang_service", "sglang_service_pp_size"),
+        # How the service fits the GPUs: judged by its validate entry point on preflight's GPU facts.
+        ("deploy.yml", {"sglang_service_tp_size": 16}, "sglang_service", "needs 16 GPUs; this host has 8"),
+        ("deploy.yml", {"sglang_service_attention_backend": "fa3"}, "sglang_service",
+         "sglang_service_attention_backend: fa3 runs only on SM90"),
+        # The toolkit against the engine's CUDA lane: sglang_env's plan, naming the toolkit's variable.
+        ("deploy.yml", {"cuda_toolkit_version": "12.9", "cuda_toolkit_source": "apt"}, "sglang_env",
+         "cuda_toolkit_version: CUDA 12.9 does not match"),
+        # A stage's argument_specs, through its own validate entry point.
+        ("deploy.yml", {"cuda_toolkit_source": "conda"}, "cuda_toolkit", "cuda_toolkit_source"),
+        ("deploy.yml", {"sglang_env_patches": [{"src": "x.patch", "provides": ["tree"]}]}, "sglang_env",
+         "provides ['tree']"),
         # The gate's own settings: judged at the gate, after the switch, these left an ungated candidate serving.
         ("deploy.yml", {"spec_gate_bench_concurrency": []}, "spec_gate", "spec_gate_bench_concurrency"),
         (
@@ -150,13 +170,16 @@ def test_sweep_provisions_like_deploy_then_sweeps_with_the_same_preflight_feed()
         ),
         ("playbooks/sweep.yml", {"spec_gate_bench_concurrency": [0]}, "spec_gate", "spec_gate_bench_concurrency"),
         # Misspelled: Ansible would ignore them (rc 0, changed 0) and the user would believe the host reconfigured.
-        ("deploy.yml", {"sglang_service_blocksize": 16}, "preflight", "did you mean sglang_service_block_size?"),
-        ("deploy.yml", {"sglang_servce_port": 30001}, "preflight", "did you mean sglang_service_port?"),
-        ("playbooks/sweep.yml", {"spec_gate_run": 2}, "preflight", "did you mean spec_gate_runs?"),
-        # The fix names what the user sets (the venv's patches or source), not the fact preflight derives from it.
-        # DDTREE on a stock pin: the renderer's one rule, judged before any change, says how to get the patched build.
-        ("deploy.yml", {"sglang_service_algorithm": "DDTREE"}, "sglang_service", "DDTree pull request"),
-        # Values only the renderer judges: refused right after preflight, not after CUDA, the venv and the weights.
+        ("deploy.yml", {"sglang_service_blocksize": 16}, "sglang_service", "did you mean sglang_service_block_size?"),
+        ("deploy.yml", {"sglang_servce_port": 30001}, "sglang_service", "did you mean sglang_service_port?"),
+        ("playbooks/sweep.yml", {"spec_gate_run": 2}, "spec_gate", "did you mean spec_gate_runs?"),
+        ("deploy.yml", {"preflight_expect_gpu": False}, "preflight", "did you mean preflight_expect_gpus?"),
+        # A retired name is refused with what replaced it.
+        ("deploy.yml", {"sglang_service_sglang_version": "0.5.23"}, "sglang_service",
+         "renamed to sglang_env_sglang_version"),
+        # DDTREE on a stock pin: the renderer's one rule says how to declare the patched build.
+        ("deploy.yml", {"sglang_service_algorithm": "DDTREE"}, "sglang_service", "provides: [ddtree]"),
+        # Values only the renderer judges: refused before CUDA, the venv and the weights.
         ("deploy.yml", {"sglang_service_block_size": 0}, "sglang_service",
          "sglang_service_block_size must be a positive"),
         ("playbooks/sweep.yml", {"sglang_service_context_length": "128K"}, "sglang_service",
@@ -165,15 +188,17 @@ def test_sweep_provisions_like_deploy_then_sweeps_with_the_same_preflight_feed()
         ("deploy.yml", {"sglang_service_served_model_name": "  "}, "sglang_service",
          "sglang_service_served_model_name"),
     ],
-    ids=["deploy-pp2", "sweep-pp2", "deploy-no-concurrency", "deploy-zero-token-context", "sweep-zero-concurrency",
-         "deploy-misspelled-name", "deploy-misspelled-prefix", "sweep-misspelled-name", "deploy-ddtree-unpatched",
-         "deploy-block-size-0", "sweep-context-length-bad-suffix", "deploy-emptied-drafter-repo", "deploy-blank-name"],
+    ids=["deploy-pp2", "sweep-pp2", "deploy-tp16-on-8", "deploy-fa3-on-sm120", "deploy-cuda12-for-0.5.23",
+         "deploy-cuda-source-conda", "deploy-unknown-feature", "deploy-no-concurrency", "deploy-zero-token-context",
+         "sweep-zero-concurrency", "deploy-misspelled-name", "deploy-misspelled-prefix", "sweep-misspelled-name",
+         "deploy-misspelled-preflight", "deploy-retired-name", "deploy-ddtree-unpatched", "deploy-block-size-0",
+         "sweep-context-length-bad-suffix", "deploy-emptied-drafter-repo", "deploy-blank-name"],
 )
 def test_deploy_refuses_a_bad_setting_before_touching_ct200(
     tmp_path: Path, playbook: str, bad: dict, role: str, named: str
 ) -> None:
     """deploy.yml (and sweep.yml) -l ct200 with a bad inventory value stops before any stage changes the host,
-    naming the variable: the deployment's in preflight, the gate's in its settings entry right after."""
+    naming the variable the user sets: refused by the validate entry point of the stage that owns it."""
     smi = fake_nvidia_smi(tmp_path, "ct200_sm120_pcie")
     private = tmp_path / "runner"
     private.mkdir()
@@ -198,9 +223,6 @@ def test_deploy_refuses_a_bad_setting_before_touching_ct200(
     assert len(failures) == 1
     assert failures[0]["role"] == role
     assert named in failures[0]["res"]["msg"]
-    fed = yaml.safe_load((ROOT / "playbooks" / "vars" / "preflight_feed.yml").read_text())["preflight_var_sources"]
-    named_fed = [name for name in fed if re.search(rf"\b{name}\b", failures[0]["res"]["msg"])]
-    assert named_fed == [], "a refusal names the variable the user sets, not the copy preflight was fed"
     changed = [
         e["event_data"]["task"]
         for e in run.events
@@ -208,9 +230,13 @@ def test_deploy_refuses_a_bad_setting_before_touching_ct200(
     ]
     assert changed == []
     assert run.stats["changed"] == {}
-    # Nothing of a later stage ran: the failure is the last thing the play did on the host.
-    stages_run = {e["event_data"].get("role") for e in run.events if e["event"] == "runner_on_ok"}
-    assert stages_run <= {"preflight", "spec_gate", "sglang_service", None}
+    # Nothing but preflight and the validate entry points ran: the failure is the last thing the play did.
+    ran = {(e["event_data"].get("role"), e["event_data"].get("task_path", "").split(":")[0].rsplit("/", 1)[-1],
+            e["event_data"].get("task", "")) for e in run.events if e["event"] == "runner_on_ok"}
+    beyond = {(role, path) for role, path, task in ran
+              if role not in ("preflight", None) and path not in {"validate.yml", "values.yml"}
+              and not task.startswith("Validating arguments against arg spec 'validate'")}
+    assert beyond == set(), ran
 
 
 def _derived(tmp_path: Path, extravars: dict) -> dict:
@@ -237,7 +263,8 @@ def _derived(tmp_path: Path, extravars: dict) -> dict:
 def test_each_shared_fact_is_set_once_and_every_stage_that_needs_it_gets_it(tmp_path: Path) -> None:
     """The block size, the hub token and the API key are each one inventory variable; the other stages' variables
     default to it (a profile's block size reaches the drafter check), and an explicit setting still wins."""
-    derived = _derived(tmp_path, {"sglang_service_block_size": 16, "model_weights_hf_token": "hf_once",
+    # The block size reaches the weights stage as the service's validate entry point publishes it.
+    derived = _derived(tmp_path, {"specgate_deployment": {"block_size": 16}, "model_weights_hf_token": "hf_once",
                                   "sglang_service_api_key": "sk-once-1234"})
     assert derived == {"model_weights_requested_block_size": 16, "sglang_service_hf_token": "hf_once",
                        "spec_gate_api_key": "sk-once-1234"}

@@ -9,15 +9,28 @@ from sglang_config import FilterModule
 
 def test_filters_are_registered_under_the_names_the_role_uses():
     assert set(FilterModule().filters()) == {"sglang_server_config", "sglang_engine_env", "sglang_config_refusal",
-                                             "sglang_pinned_version"}
+                                             "sglang_fit_refusal", "sglang_deployment_values"}
 
 
-def test_the_pinned_version_is_the_one_given_else_the_sglang_pin_else_nothing():
-    pinned = FilterModule().filters()["sglang_pinned_version"]
+def test_the_pinned_version_is_the_sglang_pin_else_nothing():
+    from ansible.module_utils.specgate.sglang_flags import pinned_version
+
     packages = ["flashinfer-python==0.7.2", "sglang[all]==0.5.19", "sglang-kernel==0.4.10"]
-    assert pinned(packages, "") == "0.5.19"
-    assert pinned(packages, "0.5.23+ddtree") == "0.5.23+ddtree"
-    assert pinned(["sglang-kernel==0.4.10"], None) == ""
+    assert pinned_version(packages) == "0.5.19"
+    assert pinned_version(["sglang-kernel==0.4.10"]) == ""
+
+
+def test_the_fit_filter_names_each_misfit_and_the_values_filter_types_them():
+    filters = FilterModule().filters()
+    gpu = {"has_gpus": True, "count": 8, "names": ["NVIDIA H200"] * 8, "arch": "sm90", "target_arch": "sm90"}
+    assert filters["sglang_fit_refusal"]({"model_path": "/m", "tp_size": "8"}, gpu) == ""
+    refusal = filters["sglang_fit_refusal"]({"model_path": "/m", "tp_size": 16, "attention_backend": "trtllm_mla"}, gpu)
+    assert "- sglang_service_tp_size:" in refusal
+    assert "- sglang_service_attention_backend:" in refusal
+    values = filters["sglang_deployment_values"]({"model_path": "/m", "block_size": "16", "context_length": "128k"})
+    assert values["block_size"] == 16
+    assert values["context_length"] == 128000
+    assert "model_path" not in values
 
 
 def test_refusal_filter_says_nothing_for_a_config_that_renders_and_the_renderers_words_otherwise():

@@ -61,7 +61,8 @@ def test_unpinned_stack_package_is_refused():
 
 
 def test_git_source_installs_sglang_from_the_commit():
-    result = env_plan(source="git", packages=STACK[1:], git_url="https://git.example/sglang.git", git_ref=COMMIT)
+    result = env_plan(source="git", packages=STACK[1:], git_url="https://git.example/sglang.git", git_ref=COMMIT,
+                      sglang_version="0.5.23")
     assert result.problems == []
     assert result.git_requirement == f"sglang @ git+https://git.example/sglang.git@{COMMIT}#subdirectory=python"
     assert "sglang" in result.version_names
@@ -89,8 +90,10 @@ def test_patches_get_names_from_their_file_and_default_strip():
             "src": "files/ddtree-29907.patch",
             "strip": 2,
             "path": "/opt/specgate/patches/ddtree-29907.patch",
+            "provides": [],
         },
-        {"name": "fix.patch", "src": "files/fix.patch", "strip": 1, "path": "/opt/specgate/patches/fix.patch"},
+        {"name": "fix.patch", "src": "files/fix.patch", "strip": 1, "path": "/opt/specgate/patches/fix.patch",
+         "provides": []},
     ]
 
 

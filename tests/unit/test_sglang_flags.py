@@ -208,7 +208,8 @@ def test_ddtree_top_k_reaches_the_engine_through_its_environment():
 
 
 def test_ddtree_on_a_stock_release_is_refused_naming_the_algorithm_and_the_fix():
-    with pytest.raises(SglangConfigError, match=r"sglang_service_algorithm DDTREE.*0\.5\.23\+ddtree"):
+    refusal = r"sglang_service_algorithm DDTREE.*SGLang 0\.5\.23\) does not have it.*provides: \[ddtree\]"
+    with pytest.raises(SglangConfigError, match=refusal):
         server_config(ddtree(), "0.5.23")
 
 
@@ -312,7 +313,7 @@ def test_malformed_versions_are_refused(text):
 
 
 def test_an_unknown_local_label_is_refused_naming_the_one_label_specgate_knows():
-    with pytest.raises(SglangConfigError, match=r"local label \+cu130.*\+ddtree"):
+    with pytest.raises(SglangConfigError, match=r"local label \+cu130; specgate renders for releases"):
         parse_sglang_version("0.5.23+cu130")
 
 

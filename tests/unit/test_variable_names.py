@@ -1,4 +1,5 @@
-"""Misspelled variables are refused before anything runs: module_utils/specgate/variable_names.py and its filter."""
+"""Misspelled variables are refused before anything runs: module_utils/specgate/variable_names.py, which each role's
+validate entry point runs through the specgate_declared_variables action on its own argument_specs."""
 
 from __future__ import annotations
 
@@ -6,8 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible.module_utils.specgate.variable_names import declared_names, unknown_variables, without_defaults
-from specgate_variables import specgate_variable_refusal
+from ansible.module_utils.specgate.variable_names import RETIRED, declared_names, role_refusal, unknown_variables
 
 ROOT = Path(__file__).resolve().parents[2]
 ROLES = ["preflight", "cuda_toolkit", "sglang_env", "model_weights", "sglang_service", "spec_gate", "spec_sweep"]
@@ -57,12 +57,44 @@ def test_allowed_names_pass():
     assert unknown_variables(["spec_gate_my_note"], declared_names(SPECS), PREFIXES, ["spec_gate_my_note"]) == []
 
 
-def test_the_filter_names_each_unknown_variable_its_fix_and_the_escape_hatch():
-    message = specgate_variable_refusal(["sglang_service_blocksize", "spec_gate_run"], SPECS, ROLES)
+def _spec(role: str) -> dict:
+    return SPECS[ROLES.index(role)]
+
+
+def test_a_role_refuses_its_own_unknown_names_with_the_fix_and_the_escape_hatch():
+    names = ["sglang_service_blocksize", "spec_gate_run", "sglang_service_port"]
+    message = role_refusal(names, "sglang_service", _spec("sglang_service"), ROLES)
     assert "sglang_service_blocksize: did you mean sglang_service_block_size?" in message
-    assert "spec_gate_run: did you mean spec_gate_runs?" in message
-    assert "preflight_allowed_variables" in message
-    assert specgate_variable_refusal(["sglang_service_port"], SPECS, ROLES) == ""
+    assert "the sglang_service stage does not declare" in message
+    assert "specgate_allowed_variables" in message
+    # spec_gate_run carries spec_gate's prefix: the gate's own check refuses it, not the service's.
+    assert "spec_gate_run" not in message
+    gate = role_refusal(names, "spec_gate", _spec("spec_gate"), ROLES)
+    assert "spec_gate_run: did you mean spec_gate_runs?" in gate
+    assert "sglang_service" not in gate
+    assert role_refusal(["sglang_service_port"], "sglang_service", _spec("sglang_service"), ROLES) == ""
+
+
+def test_a_slip_of_one_roles_prefix_is_refused_by_that_role_only():
+    for role in ROLES:
+        message = role_refusal(["sglang_servce_port"], role, _spec(role), ROLES)
+        assert bool(message) == (role == "sglang_service"), (role, message)
+
+
+def test_another_stages_name_is_no_slip_of_this_ones():
+    """Every declared name passes every role's check: names with a sibling's prefix are the sibling's to judge."""
+    every_name = declared_names(SPECS)
+    for role in ROLES:
+        assert role_refusal(every_name, role, _spec(role), ROLES) == "", role
+
+
+def test_a_retired_name_is_refused_with_what_replaced_it():
+    message = role_refusal(["sglang_service_sglang_version"], "sglang_service", _spec("sglang_service"), ROLES)
+    assert "renamed to sglang_env_sglang_version" in message
+    assert "provides: [ddtree]" in message
+    message = role_refusal(["preflight_allowed_variables"], "preflight", _spec("preflight"), ROLES)
+    assert "renamed to specgate_allowed_variables" in message
+    assert not set(RETIRED) & declared_names(SPECS), "a retired name is declared again"
 
 
 def _top_level_names(path: Path) -> set[str]:
@@ -103,10 +135,3 @@ def test_every_shipped_profile_preset_sweep_and_inventory_passes_the_misspelling
     names = _top_level_names(path)
     assert names, f"{path} sets no variables"
     assert unknown_variables(names, declared_names(SPECS), PREFIXES) == []
-
-
-def test_specs_checked_by_preflight_keep_their_types_and_lose_their_defaults():
-    options = {"a": {"type": "int", "default": "{{ other | default(none) }}"},
-               "d": {"type": "dict", "default": {}, "options": {"x": {"type": "str", "default": "y"}}}}
-    assert without_defaults(options) == {"a": {"type": "int"}, "d": {"type": "dict", "options": {"x": {"type": "str"}}}}
-    assert options["a"]["default"], "the input is left as it was"

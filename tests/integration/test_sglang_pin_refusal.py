@@ -1,0 +1,73 @@
+"""An SGLang pin the renderer would refuse is refused by sglang_env's validate entry point, before any stage
+changes the host.
+
+deploy.yml -l ct200 as users run it: the release comes from sglang_env_packages (or sglang_env_sglang_version),
+sglang_env's plan judges it with the renderer's own rule (sglang_flags.parse_sglang_version) and publishes the
+engine fact every later check reads. Judged at the service stage, the same refusal came after CUDA, the venv and
+the weights had changed the host.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import ansible_runner
+import pytest
+
+from integration.preflight_runner import fake_nvidia_smi
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    ("pin", "name", "reason"),
+    [
+        ({"sglang_env_packages": ["sglang==0.5.24"]}, "sglang_env_packages",
+         "SGLang 0.5.24 is not a version specgate renders configs for"),
+        ({"sglang_env_packages": ["sglang==0.5.23.post1"]}, "sglang_env_packages", "is a post-release of 0.5.23"),
+        ({"sglang_env_sglang_version": "0.5.22"}, "sglang_env_sglang_version",
+         "SGLang 0.5.22 is not a version specgate renders configs for"),
+        # No pin and no release given: nothing says which release's flags to render.
+        ({"sglang_env_packages": ["flashinfer-python==0.7.2"]}, "sglang_env_sglang_version",
+         "nothing says which SGLang release"),
+    ],
+    ids=["pin-0.5.24", "pin-0.5.23.post1", "release-0.5.22", "no-pin"],
+)
+def test_unsupported_sglang_pin_is_refused_by_sglang_env_before_anything_changes(
+    tmp_path: Path, pin, name, reason
+) -> None:
+    smi = fake_nvidia_smi(tmp_path, "ct200_sm120_pcie")
+    private = tmp_path / "runner"
+    private.mkdir()
+    run = ansible_runner.run(
+        private_data_dir=str(private),
+        project_dir=str(ROOT),
+        playbook=str(ROOT / "deploy.yml"),
+        inventory=str(ROOT / "inventory" / "hosts.yml"),
+        limit="ct200",
+        extravars={
+            "ansible_connection": "local",
+            "ansible_python_interpreter": sys.executable,
+            "preflight_nvidia_smi": str(smi),
+            "preflight_min_free_gib": {"/": 0},
+            **pin,
+        },
+        envvars={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")},
+        # Check mode: were the refusal ever to go missing, the later stages could still not touch this machine.
+        cmdline="--check",
+        quiet=True,
+    )
+    assert run.status == "failed"
+    failures = [e["event_data"] for e in run.events if e["event"] == "runner_on_failed"]
+    assert len(failures) == 1, [f["res"].get("msg") for f in failures]
+    assert failures[0]["role"] == "sglang_env"
+    message = failures[0]["res"]["msg"]
+    # Named as the user sets it: the pin, or the release given.
+    assert message.splitlines()[1].startswith(f"- {name}:"), message
+    assert reason in message, message
+    assert run.stats["changed"] == {}
+    stages_run = {e["event_data"].get("role") for e in run.events if e["event"] == "runner_on_ok"}
+    assert stages_run <= {"preflight", "cuda_toolkit", "sglang_env", None}

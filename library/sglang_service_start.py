@@ -167,11 +167,16 @@ def main() -> None:
                 journal=journal_tail(module, unit, since, p["journal_lines"], secrets),
             )
 
+    # systemd does not always zero NRestarts on a start: a unit stopped while it waited to auto-restart a crashed
+    # engine (a failed candidate, just before the rollback) keeps its count. Restarts are counted from here; a
+    # crash of the engine just started cannot restart it before RestartSec has passed.
+    baseline_restarts = unit_state(module, unit).n_restarts if p["start"] else 0
     base = p["url"].rstrip("/")
     ready = wait_ready(
         probe=lambda: probe_health(base + "/health"),
         unit_state=lambda: unit_state(module, unit),
         timeout=p["load_timeout"],
+        baseline_restarts=baseline_restarts,
         interval=p["poll_interval"],
     )
     result = {"changed": p["start"], "ready": ready.as_dict()}

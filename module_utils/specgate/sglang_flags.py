@@ -452,8 +452,9 @@ def _check_speculative(values: dict[str, Any], target: SglangTarget) -> None:
         )
     if algorithm in ("DFLASH", "DDTREE", "EAGLE3") and values["drafter_path"] is None:
         raise SglangConfigError(
-            f"{var('drafter_path')} is required with {var('algorithm')} {algorithm}: set model_weights_drafter_repo "
-            "(or model_weights_drafter_local_path) so the weights stage fetches the drafter, or "
+            f"{var('drafter_path')} is required with {var('algorithm')} {algorithm}: set model_weights_drafter to "
+            "an entry of model_weights_drafters (each profile in configs/profiles names its drafter), or "
+            "model_weights_drafter_repo / _local_path, so the weights stage fetches the drafter, or "
             f"{var('drafter_path')} to a drafter already on the host"
         )
     if algorithm in DFLASH_FAMILY:

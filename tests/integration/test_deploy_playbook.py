@@ -184,7 +184,10 @@ def test_every_stage_has_a_validate_entry_point_with_its_own_argument_specs() ->
          "sglang_service_block_size must be a positive"),
         ("playbooks/sweep.yml", {"sglang_service_context_length": "128K"}, "sglang_service",
          "sglang_service_context_length"),
-        ("deploy.yml", {"model_weights_drafter_repo": ""}, "sglang_service", "set model_weights_drafter_repo"),
+        ("deploy.yml", {"model_weights_drafter": "none"}, "sglang_service", "set model_weights_drafter to an entry"),
+        # A profile's drafter the inventory's catalog does not have: refused naming the catalog and the fix.
+        ("deploy.yml", {"model_weights_drafter": "dflash-b16"}, "model_weights",
+         "it is not an entry of model_weights_drafters (dflash-b8)"),
         ("deploy.yml", {"sglang_service_served_model_name": "  "}, "sglang_service",
          "sglang_service_served_model_name"),
     ],
@@ -192,7 +195,8 @@ def test_every_stage_has_a_validate_entry_point_with_its_own_argument_specs() ->
          "deploy-cuda-source-conda", "deploy-unknown-feature", "deploy-no-concurrency", "deploy-zero-token-context",
          "sweep-zero-concurrency", "deploy-misspelled-name", "deploy-misspelled-prefix", "sweep-misspelled-name",
          "deploy-misspelled-preflight", "deploy-retired-name", "deploy-ddtree-unpatched", "deploy-block-size-0",
-         "sweep-context-length-bad-suffix", "deploy-emptied-drafter-repo", "deploy-blank-name"],
+         "sweep-context-length-bad-suffix", "deploy-no-drafter", "deploy-drafter-not-in-catalog",
+         "deploy-blank-name"],
 )
 def test_deploy_refuses_a_bad_setting_before_touching_ct200(
     tmp_path: Path, playbook: str, bad: dict, role: str, named: str

@@ -111,6 +111,31 @@ def test_converge_downloads_with_progress_then_a_rerun_changes_nothing(hub_root,
             f"/api/models/{repo}/revision/main" for repo in (fixtures.TARGET, fixtures.DRAFTER_B8))
 
 
+def test_a_profile_names_its_drafter_from_the_catalog_and_swapping_profiles_swaps_it(hub_root, tmp_path):
+    """configs/profiles set model_weights_drafter: the catalog entry is what is fetched, checked and published."""
+    root, summary = hub_root
+    weights = tmp_path / "models"
+    catalog = {"dflash-b8": {"repo": fixtures.DRAFTER_B8, "revision": "main"},
+               "dflash-b16": {"repo": fixtures.DRAFTER_B16, "revision": "main"}}
+    with running_hub(root) as hub:
+        for name, repo, block in (("dflash-b8", fixtures.DRAFTER_B8, 8), ("dflash-b16", fixtures.DRAFTER_B16, 16)):
+            run = play(tmp_path, role_vars(hub.url, weights, model_weights_drafter_repo="",
+                                           model_weights_drafter_revision="", model_weights_drafters=catalog,
+                                           model_weights_drafter=name, model_weights_requested_block_size=16))
+            assert run.status == "successful", results(run, "runner_on_failed")
+            published = fact(run, "specgate_weights")
+            assert published["drafter_path"] == str(weights / repo)
+            assert published["drafter_revision"] == summary[repo]["main"]
+            assert published["drafter"]["block_size"] == block
+            warnings = [w for _t, res in results(run, "runner_on_ok") for w in res.get("warnings", [])]
+            # Block 16 on the block-8 drafter warns; on the block-16 one it does not.
+            assert any("out of distribution" in w for w in warnings) is (block < 16), warnings
+        none = play(tmp_path, role_vars(hub.url, weights, model_weights_drafter_repo="", model_weights_drafters=catalog,
+                                        model_weights_drafter="none"))
+        assert none.status == "successful", results(none, "runner_on_failed")
+        assert fact(none, "specgate_weights")["drafter_path"] is None
+
+
 def test_check_mode_plans_and_writes_nothing(hub_root, tmp_path):
     with running_hub(hub_root[0]) as hub:
         run = play(tmp_path, role_vars(hub.url, tmp_path / "models"), check=True)
@@ -221,7 +246,12 @@ def test_prestaged_target_and_drafter_need_no_hub_and_are_not_written(hub_root, 
 @pytest.mark.parametrize(
     ("bad", "named"),
     [
-        ({"model_weights_drafter_local_path": "/srv/drafter"}, "model_weights_drafter_local_path, not both"),
+        ({"model_weights_drafter_local_path": "/srv/drafter"}, "model_weights_drafter_repo / _local_path is"),
+        ({"model_weights_drafters": {"b8": {"repo": fixtures.DRAFTER_B8}}, "model_weights_drafter_repo": "",
+          "model_weights_drafter": "b8"}, "model_weights_drafters[b8] is"),
+        ({"model_weights_drafter": "b16"}, "it is not an entry of model_weights_drafters (empty)"),
+        ({"model_weights_drafters": {"b8": {"repo": fixtures.DRAFTER_B8, "revision": "main"}},
+          "model_weights_drafter": "b8"}, "model_weights_drafter_repo / _local_path are set too"),
         ({"model_weights_target_revision": ""}, "model_weights_target_revision"),
         ({"model_weights_max_workers": 0}, "model_weights_max_workers"),
         ({"model_weights_drafter_kind": "eagle"}, "model_weights_drafter_kind"),

@@ -55,6 +55,18 @@ def test_a_systemd_auto_restart_counts_as_a_failed_start():
     assert unit_gave_up(RUNNING, baseline_restarts=0) is None
 
 
+def test_a_restart_count_the_unit_carried_into_the_start_is_not_a_restart_of_the_engine_just_started():
+    """A rollback starts known-good on a unit stopped while it waited to auto-restart the crashed candidate: systemd
+    kept NRestarts at 1. Counted from right after the start (sglang_service_start's baseline), only a new restart
+    is the new engine's."""
+    carried = UnitState("active", "running", 1, 4321)
+    clock = FakeClock()
+    result = wait_ready(lambda: Probe(200), lambda: carried, timeout=60, baseline_restarts=1, clock=clock,
+                        sleep=clock.sleep)
+    assert result.ready
+    assert "restarted it (1 restart(s))" in unit_gave_up(UnitState("activating", "auto-restart", 2, 0), 1)
+
+
 def test_a_healthy_answer_from_a_unit_that_just_died_is_not_ready():
     clock = FakeClock()
     states = iter([RUNNING, UnitState("failed", "failed", 0, 0)])

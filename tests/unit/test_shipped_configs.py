@@ -22,19 +22,34 @@ def load(path: Path) -> dict:
 def deployment(*paths: Path) -> dict:
     merged = {"model_path": "/models/target", "drafter_path": "/models/drafter"}
     for path in paths:
-        merged.update({k.removeprefix("sglang_service_"): v for k, v in load(path).items()})
+        merged.update({k.removeprefix("sglang_service_"): v for k, v in load(path).items()
+                       if k.startswith("sglang_service_")})
     return merged
 
 
 def test_the_shipped_set_is_the_documented_set():
-    assert [p.stem for p in PROFILES] == ["bs16-b32-t8", "bs8-b4-t4", "bs8-b8-t4", "dflash-bs8", "no-spec"]
+    assert [p.stem for p in PROFILES] == ["bs16-b32-t8", "bs8-b4-t4", "bs8-b8-t4", "dflash-bs16", "dflash-bs8",
+                                          "no-spec"]
     assert [p.stem for p in PRESETS] == ["b300-tp8", "ct200-ep8"]
+    table = (CONFIGS / "README.md").read_text()
+    assert set(re.findall(r"^\| `profiles/([a-z0-9-]+)\.yml`", table, re.M)) == {p.stem for p in PROFILES}
 
 
 @pytest.mark.parametrize("path", PROFILES + PRESETS, ids=lambda p: p.name)
 def test_files_set_only_deployment_variables(path):
-    unknown = set(load(path)) - DEPLOYMENT_VARS
+    """A preset sets deployment variables only; a profile those and the drafter it was trained for."""
+    allowed = DEPLOYMENT_VARS | ({"model_weights_drafter"} if path in PROFILES else set())
+    unknown = set(load(path)) - allowed
     assert not unknown, f"{path.name} sets variables the renderer does not know: {sorted(unknown)}"
+
+
+@pytest.mark.parametrize("path", PROFILES, ids=lambda p: p.stem)
+def test_a_profile_names_the_drafter_trained_for_its_block_size(path):
+    values = load(path)
+    if values["sglang_service_algorithm"] == "none":
+        assert values["model_weights_drafter"] == "none"
+    else:
+        assert values["model_weights_drafter"] == f"dflash-b{values['sglang_service_block_size']}"
 
 
 @pytest.mark.parametrize("path", PROFILES, ids=lambda p: p.stem)

@@ -1,0 +1,61 @@
+"""A profile is a complete speculative choice: swapping to the shipped block-16 profile on the demo, as a user does
+(`deploy.yml -e @configs/profiles/dflash-bs16.yml`), fetches the block-16 drafter it names and serves it, gated;
+swapping back to the standing profile serves the block-8 one again. Over the scenario's own SSH path."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import ansible_runner
+import yaml
+
+INSTANCE = f"specgate-{os.environ['MOLECULE_SCENARIO_NAME']}"
+testinfra_hosts = [f"podman://{INSTANCE}"]
+
+PROJECT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
+EPHEMERAL = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"])
+SCENARIO = Path(os.environ["MOLECULE_SCENARIO_DIRECTORY"])
+B16_DRAFTER = "/models/specgate-fixtures/kimi-k26-dflash-b16"
+B8_DRAFTER = "/models/specgate-fixtures/kimi-k26-dflash-b8"
+
+
+def _deploy(tmp_path: Path, profile: str) -> ansible_runner.Runner:
+    args = yaml.safe_load((SCENARIO / "molecule.yml").read_text())["provisioner"]["ansible_args"]
+    extravars = json.loads(args[args.index("-e") + 1])
+    return ansible_runner.run(
+        private_data_dir=str(tmp_path),
+        project_dir=str(PROJECT),
+        playbook=str(PROJECT / "deploy.yml"),
+        inventory=str(EPHEMERAL / "inventory"),
+        extravars=extravars,
+        cmdline=f"-e @{PROJECT / 'configs' / 'profiles' / profile}",
+        envvars={"ANSIBLE_CONFIG": str(PROJECT / "ansible.cfg")},
+        quiet=True,
+    )
+
+
+def _failures(run: ansible_runner.Runner) -> list:
+    return [(e["event_data"].get("task"), e["event_data"]["res"].get("msg"))
+            for e in run.events if e["event"] in ("runner_on_failed", "runner_on_unreachable")]
+
+
+def _served(host) -> dict:
+    return yaml.safe_load(host.file("/opt/specgate/active/server.yaml").content_string)
+
+
+def test_swapping_to_the_block_16_profile_fetches_and_serves_its_drafter_then_back(host, tmp_path) -> None:
+    assert _served(host)["speculative-draft-model-path"] == B8_DRAFTER, "the scenario converged the standing profile"
+    try:
+        swap = _deploy(tmp_path / "swap", "dflash-bs16.yml")
+        assert swap.status == "successful", _failures(swap)
+        assert host.file(f"{B16_DRAFTER}/.specgate-manifest.json").exists, "the block-16 drafter was fetched"
+        served = _served(host)
+        assert served["speculative-draft-model-path"] == B16_DRAFTER
+        assert served["speculative-dflash-block-size"] == 16
+        assert host.service("sglang").is_running
+    finally:
+        back = _deploy(tmp_path / "back", "dflash-bs8.yml")
+    assert back.status == "successful", _failures(back)
+    assert _served(host)["speculative-draft-model-path"] == B8_DRAFTER

@@ -22,6 +22,8 @@ ENV_FACT = {
     "cache_dir": "/nonexistent/cache",
     "versions": {"sglang": "0.5.23"},
 }
+ENGINE_FACT = {"sglang_version": "0.5.23", "features": [], "renders_for": "0.5.23", "source": "index",
+               "version_variable": "sglang_env_packages", "installed": True}
 GOOD = {
     "sglang_service_model_path": "/models/target",
     "sglang_service_algorithm": "DFLASH",
@@ -38,7 +40,7 @@ def run_validate(extravars: dict, env_fact: dict | None = ENV_FACT) -> tuple[str
             {
                 "name": "Hand over the sglang_env fact",
                 "tags": ["always"],
-                "ansible.builtin.set_fact": {"specgate_sglang_env": env_fact},
+                "ansible.builtin.set_fact": {"specgate_sglang_env": env_fact, "specgate_engine": ENGINE_FACT},
             }
         )
     play = [
@@ -69,7 +71,7 @@ def run_validate(extravars: dict, env_fact: dict | None = ENV_FACT) -> tuple[str
 
 
 CASES = {
-    "no_env_fact": ({}, None, "specgate_sglang_env is missing or incomplete"),
+    "no_env_fact": ({}, None, "specgate_sglang_env or specgate_engine is missing or incomplete"),
     "algorithm_not_offered": ({"sglang_service_algorithm": "EAGLE"}, ENV_FACT, "sglang_service_algorithm"),
     "short_api_key": ({"sglang_service_api_key": "abc"}, ENV_FACT, "sglang_service_api_key must be at least 8"),
     "api_key_in_extra_args": (

@@ -211,8 +211,9 @@ def test_failed_regate_of_known_good_keeps_its_passing_record_and_restores_nothi
 
 
 def test_unreachable_min_accept_length_is_refused_before_anything_runs(tmp_path):
-    """deploy.yml -l ct200 (DFLASH, block 8: no run reports more than 9) stops in the gate's settings check,
-    right after preflight; where the line lies is tests/unit/test_spec_gate_accept_ceiling.py's."""
+    """deploy.yml -l ct200 (DFLASH, block 8: no run reports more than 9) stops in the gate's validate entry point,
+    which reads the deployment the service's validate published, before any stage changes the host; where the line
+    lies is tests/unit/test_spec_gate_accept_ceiling.py's."""
     smi = fake_nvidia_smi(tmp_path, "ct200_sm120_pcie")
     private = tmp_path / "runner"
     private.mkdir()
@@ -242,5 +243,9 @@ def test_unreachable_min_accept_length_is_refused_before_anything_runs(tmp_path)
     assert "more than 9" in msg
     assert "sglang_service_block_size" in msg
     assert run.stats["changed"] == {}
-    stages_run = {e["event_data"].get("role") for e in run.events if e["event"] == "runner_on_ok"}
-    assert stages_run <= {"preflight", "spec_gate", None}
+    # Only preflight and the stages' validate entry points ran.
+    paths = {e["event_data"].get("task_path", "").split(":")[0].rsplit("/", 1)[-1]
+             for e in run.events
+             if e["event"] == "runner_on_ok" and e["event_data"].get("role") not in ("preflight", None)
+             and not e["event_data"].get("task", "").startswith("Validating arguments against arg spec 'validate'")}
+    assert paths <= {"validate.yml", "values.yml"}, paths

@@ -14,7 +14,7 @@ _PROJECT_MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_uti
 if _PROJECT_MODULE_UTILS not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(_PROJECT_MODULE_UTILS)
 
-from ansible.module_utils.specgate.target_limits import target_refusals  # noqa: E402 - needs the path set above
+from ansible.module_utils.specgate.weights.target_limits import target_refusals  # noqa: E402 - needs the path set above
 
 
 def model_weights_target_refusal(config: Mapping[str, Any], deployment: Mapping[str, Any]) -> str:

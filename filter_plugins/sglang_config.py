@@ -14,8 +14,8 @@ _PROJECT_MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_uti
 if _PROJECT_MODULE_UTILS not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(_PROJECT_MODULE_UTILS)
 
-from ansible.module_utils.specgate.service_fit import fit_problems  # noqa: E402 - needs the path set above
-from ansible.module_utils.specgate.sglang_flags import (  # noqa: E402 - needs the path set above
+from ansible.module_utils.specgate.service.service_fit import fit_problems  # noqa: E402 - needs the path set above
+from ansible.module_utils.specgate.service.sglang_flags import (  # noqa: E402 - needs the path set above
     SglangConfigError,
     deployment_values,
     engine_env,

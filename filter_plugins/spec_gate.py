@@ -17,9 +17,9 @@ _PROJECT_MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_uti
 if _PROJECT_MODULE_UTILS not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(_PROJECT_MODULE_UTILS)
 
-from ansible.module_utils.specgate.bench_client import BenchError  # noqa: E402 - needs the path set above
-from ansible.module_utils.specgate.bench_prompts import USER_SET, Prompt  # noqa: E402
-from ansible.module_utils.specgate.bench_runner import BenchSettings, validate  # noqa: E402
+from ansible.module_utils.specgate.gate.bench_client import BenchError  # noqa: E402 - needs the path set above
+from ansible.module_utils.specgate.gate.bench_prompts import USER_SET, Prompt  # noqa: E402
+from ansible.module_utils.specgate.gate.bench_runner import BenchSettings, validate  # noqa: E402
 
 
 def spec_gate_bench_refusal(settings: dict[str, Any]) -> str:

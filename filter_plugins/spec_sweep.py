@@ -13,7 +13,7 @@ _PROJECT_MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_uti
 if _PROJECT_MODULE_UTILS not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(_PROJECT_MODULE_UTILS)
 
-from ansible.module_utils.specgate.sweep_report import (  # noqa: E402 - needs the path set above
+from ansible.module_utils.specgate.sweep.sweep_report import (  # noqa: E402 - needs the path set above
     failed_row,
     summarize,
     sweep_markdown,

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.specgate.cuda_toolkit import as_dict, plan
+from ansible.module_utils.specgate.cuda.cuda_toolkit import as_dict, plan
 
 DOCUMENTATION = r"""
 ---

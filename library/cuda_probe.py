@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.specgate.cuda_toolkit import cubin_sm, nvcc_release
+from ansible.module_utils.specgate.cuda.cuda_toolkit import cubin_sm, nvcc_release
 
 DOCUMENTATION = r"""
 ---

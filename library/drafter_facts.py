@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.specgate.drafter_facts import check_dflash_drafter
+from ansible.module_utils.specgate.weights.drafter_facts import check_dflash_drafter
 
 DOCUMENTATION = r"""
 ---

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.specgate.engine_fingerprint import (
+from ansible.module_utils.specgate.env.engine_fingerprint import (
     INVENTORY_SCRIPT,
     applied_patches,
     engine_content,
@@ -16,7 +16,7 @@ from ansible.module_utils.specgate.engine_fingerprint import (
     parse_inventory,
     requested_versions,
 )
-from ansible.module_utils.specgate.venv_patches import load_state
+from ansible.module_utils.specgate.env.venv_patches import load_state
 
 DOCUMENTATION = r"""
 ---

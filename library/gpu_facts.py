@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.specgate.gpu_facts import (
+from ansible.module_utils.specgate.preflight.gpu_facts import (
     QUERY_ARGS,
     GpuParseError,
     build_fact,
@@ -15,7 +15,7 @@ from ansible.module_utils.specgate.gpu_facts import (
     parse_query,
     parse_topology,
 )
-from ansible.module_utils.specgate.host_facts import gather
+from ansible.module_utils.specgate.preflight.host_facts import gather
 
 DOCUMENTATION = r"""
 ---

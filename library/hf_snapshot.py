@@ -7,9 +7,15 @@ import datetime
 import importlib.util
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.specgate import hf_fetch
-from ansible.module_utils.specgate.weights_plan import GB
-from ansible.module_utils.specgate.weights_snapshot import Options, SnapshotSpec, WeightsError, run, summary_line
+from ansible.module_utils.specgate.weights import hf_fetch
+from ansible.module_utils.specgate.weights.weights_plan import GB
+from ansible.module_utils.specgate.weights.weights_snapshot import (
+    Options,
+    SnapshotSpec,
+    WeightsError,
+    run,
+    summary_line,
+)
 
 DOCUMENTATION = r"""
 ---

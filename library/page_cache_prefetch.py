@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.specgate.page_cache import (
+from ansible.module_utils.specgate.service.page_cache import (
     DEFAULT_PATTERNS,
     mem_available_bytes,
     plan_prefetch,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import fields
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.specgate.deployment_checks import (
+from ansible.module_utils.specgate.preflight.deployment_checks import (
     Deployment,
     check_deployment,
     failure_message,

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.specgate.sglang_resolve import (
+from ansible.module_utils.specgate.service.sglang_resolve import (
     DEFAULT_SERVER_ARGS_MODULE,
     DEFAULT_TIMEOUT_S,
     ResolverUnavailable,

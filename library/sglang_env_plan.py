@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.specgate.sglang_env_plan import plan_env
+from ansible.module_utils.specgate.env.sglang_env_plan import plan_env
 
 DOCUMENTATION = r"""
 ---

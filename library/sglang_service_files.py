@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.specgate.service_files import Ownership, WantedFile, WantedRelease, apply
+from ansible.module_utils.specgate.service.service_files import Ownership, WantedFile, WantedRelease, apply
 
 DOCUMENTATION = r"""
 ---

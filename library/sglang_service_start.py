@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.specgate.readiness import (
+from ansible.module_utils.specgate.service.readiness import (
     UnitState,
     fetch_server_info,
     identity_mismatches,
@@ -14,7 +14,7 @@ from ansible.module_utils.specgate.readiness import (
     redact,
     wait_ready,
 )
-from ansible.module_utils.specgate.unit_processes import SystemctlShowError, show_unit
+from ansible.module_utils.specgate.service.unit_processes import SystemctlShowError, show_unit
 
 DOCUMENTATION = r"""
 ---

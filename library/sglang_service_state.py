@@ -6,9 +6,9 @@ from __future__ import annotations
 import pwd
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.specgate.port_owners import port_holders
-from ansible.module_utils.specgate.release_pointers import pointer_target, release_dirs, release_port
-from ansible.module_utils.specgate.unit_processes import SystemctlShowError, cgroup_pids, descendants, show_unit
+from ansible.module_utils.specgate.service.port_owners import port_holders
+from ansible.module_utils.specgate.service.release_pointers import pointer_target, release_dirs, release_port
+from ansible.module_utils.specgate.service.unit_processes import SystemctlShowError, cgroup_pids, descendants, show_unit
 
 DOCUMENTATION = r"""
 ---

@@ -6,13 +6,13 @@ from __future__ import annotations
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.specgate.gpu_release import (
+from ansible.module_utils.specgate.service.gpu_release import (
     NVIDIA_SMI_QUERY,
     GpuQueryError,
     query_nvidia_smi,
     wait_for_gpu_release,
 )
-from ansible.module_utils.specgate.unit_processes import (
+from ansible.module_utils.specgate.service.unit_processes import (
     SystemctlShowError,
     cgroup_pids,
     descendants,

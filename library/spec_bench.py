@@ -8,10 +8,10 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.specgate.bench_client import BenchError
-from ansible.module_utils.specgate.bench_prompts import load_user_prompts
-from ansible.module_utils.specgate.bench_report import bench_markdown
-from ansible.module_utils.specgate.bench_runner import BenchSettings, run_benchmark, validate
+from ansible.module_utils.specgate.gate.bench_client import BenchError
+from ansible.module_utils.specgate.gate.bench_prompts import load_user_prompts
+from ansible.module_utils.specgate.gate.bench_report import bench_markdown
+from ansible.module_utils.specgate.gate.bench_runner import BenchSettings, run_benchmark, validate
 
 DOCUMENTATION = r"""
 ---

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.specgate.bench_report import bench_markdown
-from ansible.module_utils.specgate.code_eval import (
+from ansible.module_utils.specgate.gate.bench_report import bench_markdown
+from ansible.module_utils.specgate.gate.code_eval import (
     Limits,
     Sandbox,
     SandboxError,

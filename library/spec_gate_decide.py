@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.specgate.bench_report import gate_markdown
-from ansible.module_utils.specgate.gate_decision import (
+from ansible.module_utils.specgate.gate.bench_report import gate_markdown
+from ansible.module_utils.specgate.gate.gate_decision import (
     ACTION_PROMOTE,
     INCONCLUSIVE_POLICIES,
     action_for,
@@ -13,7 +13,13 @@ from ansible.module_utils.specgate.gate_decision import (
     failure_paragraph,
     needs_more_runs,
 )
-from ansible.module_utils.specgate.gate_metrics import ACCEPT_SOURCES, CELL_METRICS, Cell, Thresholds, build_conditions
+from ansible.module_utils.specgate.gate.gate_metrics import (
+    ACCEPT_SOURCES,
+    CELL_METRICS,
+    Cell,
+    Thresholds,
+    build_conditions,
+)
 
 REFERENCE_SOURCES = ("measured_now", "stored")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.specgate.host_lock import (
+from ansible.module_utils.specgate.service.host_lock import (
     acquire,
     describe,
     read_record,

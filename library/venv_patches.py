@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.specgate.venv_patches import (
+from ansible.module_utils.specgate.env.venv_patches import (
     Action,
     Probe,
     decide,

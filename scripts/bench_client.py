@@ -41,10 +41,10 @@ if str(ROOT / "module_utils") not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
 sys.path.insert(0, str(ROOT / "sim"))
 
-from ansible.module_utils.specgate import bench_client  # noqa: E402 - needs the path wiring above
-from ansible.module_utils.specgate.bench_client import Client  # noqa: E402 - needs the path wiring above
-from ansible.module_utils.specgate.bench_prompts import build_prompt  # noqa: E402 - needs the path wiring above
-from ansible.module_utils.specgate.bench_runner import BenchSettings, run_requests  # noqa: E402 - same
+from ansible.module_utils.specgate.gate import bench_client  # noqa: E402 - needs the path wiring above
+from ansible.module_utils.specgate.gate.bench_client import Client  # noqa: E402 - needs the path wiring above
+from ansible.module_utils.specgate.gate.bench_prompts import build_prompt  # noqa: E402 - needs the path wiring above
+from ansible.module_utils.specgate.gate.bench_runner import BenchSettings, run_requests  # noqa: E402 - same
 from specgate_sim import testing  # noqa: E402 - the sim package lives in sim/, wired above
 
 KEY = "bench-client-key"

@@ -4,7 +4,7 @@
 Writes N files of S GB of random bytes into a temporary directory on the real disk (default: under the
 current directory, not /tmp, which may be tmpfs), then for the same files:
   1. evicts them from the page cache and reads them: the engine's load without a prefetch;
-  2. evicts them again, runs the prefetch the sglang_service role runs (module_utils/specgate/page_cache.py,
+  2. evicts them again, runs the prefetch the sglang_service role runs (module_utils/specgate/service/page_cache.py,
      the code behind the page_cache_prefetch module), then reads them: the engine's load after a prefetch.
 Residency is checked with mincore(2) before each read, so a "cold" read is proven cold.
 
@@ -26,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "module_utils" / "specgate"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "module_utils" / "specgate" / "service"))
 import page_cache  # stdlib-only module shared with the role
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)

@@ -28,8 +28,8 @@ if str(ROOT / "module_utils") not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
 sys.path.insert(0, str(ROOT / "sim"))
 
-from ansible.module_utils.specgate import hf_fetch  # noqa: E402 - after the path set-up above
-from ansible.module_utils.specgate.weights_snapshot import Options, SnapshotSpec, run  # noqa: E402
+from ansible.module_utils.specgate.weights import hf_fetch  # noqa: E402 - after the path set-up above
+from ansible.module_utils.specgate.weights.weights_snapshot import Options, SnapshotSpec, run  # noqa: E402
 from specgate_sim import fixtures  # noqa: E402
 from specgate_sim.hub_server import running_hub  # noqa: E402
 

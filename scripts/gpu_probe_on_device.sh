@@ -49,7 +49,7 @@ echo "== specgate_gpu"; cat "$work/gpu.json"; echo
 arch=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["arch"])' "$work/gpu.json")
 count=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["count"])' "$work/gpu.json")
 
-# Same table as module_utils/specgate/cuda_lanes.py and deployment_checks.py.
+# Same table as module_utils/specgate/cuda/cuda_lanes.py and deployment_checks.py.
 case "$arch" in
   sm90) good_backend=fa3; bad_backend=trtllm_mla; nvcc_arch=sm_90a; sm=90 ;;
   sm100) good_backend=trtllm_mla; bad_backend=fa3; nvcc_arch=sm_100a; sm=100 ;;

@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, "module_utils/specgate")
+sys.path.insert(0, "module_utils/specgate/service")
 import gpu_release  # noqa: E402  (plain stdlib module; no ansible needed)
 
 hold, gib, timeout = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from ansible.module_utils.specgate import hf_fetch
-from ansible.module_utils.specgate.drafter_facts import check_dflash_drafter
-from ansible.module_utils.specgate.weights_plan import FsInfo, fs_info
-from ansible.module_utils.specgate.weights_snapshot import Options, SnapshotSpec, WeightsError, run
+from ansible.module_utils.specgate.weights import hf_fetch
+from ansible.module_utils.specgate.weights.drafter_facts import check_dflash_drafter
+from ansible.module_utils.specgate.weights.weights_plan import FsInfo, fs_info
+from ansible.module_utils.specgate.weights.weights_snapshot import Options, SnapshotSpec, WeightsError, run
 from specgate_sim import fixtures
 from specgate_sim.hub_server import running_hub
 

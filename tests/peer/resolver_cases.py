@@ -1,6 +1,6 @@
 """Cases for asking a resolver (SGLang's own, or the sim's) about rendered and known-bad `--config` files.
 
-Every case is resolved by module_utils/specgate/resolver_driver.py, the script sglang_config_check ships to
+Every case is resolved by module_utils/specgate/service/resolver_driver.py, the script sglang_config_check ships to
 hosts. For SGLang, one driver process per version resolves all cases (importing SGLang costs seconds); the
 versions run concurrently. The resolver venv is made by scripts/setup_sglang_resolver_venv.
 """
@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from ansible.module_utils.specgate import resolver_driver
-from ansible.module_utils.specgate.sglang_flags import SUPPORTED_VERSIONS, VERSION_RULES, server_config
+from ansible.module_utils.specgate.service import resolver_driver
+from ansible.module_utils.specgate.service.sglang_flags import SUPPORTED_VERSIONS, VERSION_RULES, server_config
 from specgate_sim.fixtures import TARGET_LAYERS, dflash_config, target_config
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-DRIVER = PROJECT_ROOT / "module_utils" / "specgate" / "resolver_driver.py"
+DRIVER = PROJECT_ROOT / "module_utils" / "specgate" / "service" / "resolver_driver.py"
 PROFILES = sorted((PROJECT_ROOT / "configs" / "profiles").glob("*.yml"))
 PRESETS = sorted((PROJECT_ROOT / "configs" / "presets").glob("*.yml"))
 DRAFTER_BLOCK_SIZE = 8

@@ -11,7 +11,7 @@ import json
 
 import pytest
 import yaml
-from ansible.module_utils.specgate.sglang_flags import SUPPORTED_VERSIONS
+from ansible.module_utils.specgate.service.sglang_flags import SUPPORTED_VERSIONS
 from resolver_cases import (
     DDTREE_ONLY_KEYS,
     KNOWN_BAD,
@@ -110,7 +110,7 @@ def test_every_launcher_check_runs_on_every_version(version, peer_results):
 
 def test_config_check_logic_reports_sglangs_rejection_end_to_end(model_dirs, tmp_path, monkeypatch):
     """What sglang_config_check runs on a host (driver written to a temp file, run by another Python)."""
-    from ansible.module_utils.specgate.sglang_resolve import check_config
+    from ansible.module_utils.specgate.service.sglang_resolve import check_config
 
     venv = require_resolver_venv()
     config = tmp_path / "server.yaml"
@@ -126,8 +126,8 @@ def test_config_check_refuses_what_only_the_launcher_refuses_end_to_end(model_di
     """sglang_config_check's own code path (driver shipped to a temp file, another Python) on the issue's example,
     on the oldest supported version (the table above covers every version through the same driver)."""
     version = "0.5.11"
-    from ansible.module_utils.specgate.sglang_flags import server_config
-    from ansible.module_utils.specgate.sglang_resolve import check_config
+    from ansible.module_utils.specgate.service.sglang_flags import server_config
+    from ansible.module_utils.specgate.service.sglang_resolve import check_config
 
     venv = require_resolver_venv()
     config = tmp_path / "server.yaml"

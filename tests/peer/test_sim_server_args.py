@@ -6,7 +6,7 @@ Same known-bad table as the peer tests against real SGLang, so the sim stays fai
 from __future__ import annotations
 
 import pytest
-from ansible.module_utils.specgate.sglang_flags import server_config
+from ansible.module_utils.specgate.service.sglang_flags import server_config
 from resolver_cases import (
     KNOWN_BAD,
     PRESETS,
@@ -59,7 +59,7 @@ def test_sim_refuses_trtllm_mla_like_sglang_on_a_host_that_is_not_blackwell(mode
 
 def test_sim_server_args_exposes_the_exact_option_strings_of_its_parser():
     import specgate_sim.server_args as module
-    from ansible.module_utils.specgate import resolver_driver
+    from ansible.module_utils.specgate.service import resolver_driver
 
     options = resolver_driver.option_strings(module)
     assert "--speculative-dflash-block-size" in options

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.specgate.bench_client import Client
-from ansible.module_utils.specgate.bench_prompts import build_prompt
-from ansible.module_utils.specgate.bench_runner import BenchSettings, run_cell
+from ansible.module_utils.specgate.gate.bench_client import Client
+from ansible.module_utils.specgate.gate.bench_prompts import build_prompt
+from ansible.module_utils.specgate.gate.bench_runner import BenchSettings, run_cell
 from specgate_sim import testing
 
 

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.specgate import code_eval
-from ansible.module_utils.specgate.bench_client import BenchError
-from ansible.module_utils.specgate.bench_runner import BenchSettings, run_benchmark
+from ansible.module_utils.specgate.gate import code_eval
+from ansible.module_utils.specgate.gate.bench_client import BenchError
+from ansible.module_utils.specgate.gate.bench_runner import BenchSettings, run_benchmark
 from specgate_sim import testing
 
 KEY = "test-key-7f3a"

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from ansible.module_utils.specgate.bench_cells import server_accept_length, summarize_cell, summarize_sets
-from ansible.module_utils.specgate.bench_client import RequestRecord
+from ansible.module_utils.specgate.gate.bench_cells import server_accept_length, summarize_cell, summarize_sets
+from ansible.module_utils.specgate.gate.bench_client import RequestRecord
 
 pytestmark = pytest.mark.host
 

@@ -6,9 +6,9 @@ import json
 import random
 
 import pytest
-from ansible.module_utils.specgate import bench_client
-from ansible.module_utils.specgate.bench_cells import server_acceptance
-from ansible.module_utils.specgate.bench_client import (
+from ansible.module_utils.specgate.gate import bench_client
+from ansible.module_utils.specgate.gate.bench_cells import server_acceptance
+from ansible.module_utils.specgate.gate.bench_client import (
     GENERATION_TOKENS,
     SPEC_VERIFY_CALLS,
     chunk_meta,

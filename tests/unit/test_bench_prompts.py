@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from ansible.module_utils.specgate.bench_prompts import BUILTIN_SETS, USER_SET, build_prompt, load_user_prompts
+from ansible.module_utils.specgate.gate.bench_prompts import BUILTIN_SETS, USER_SET, build_prompt, load_user_prompts
 from specgate_sim import text as simtext
 
 pytestmark = pytest.mark.host

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ansible.module_utils.specgate.bench_report import bench_markdown, gate_markdown
+from ansible.module_utils.specgate.gate.bench_report import bench_markdown, gate_markdown
 
 pytestmark = pytest.mark.host
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from ansible.module_utils.specgate.bench_stats import (
+from ansible.module_utils.specgate.gate.bench_stats import (
     mean_interval,
     percentile,
     student_t_cdf,
@@ -87,7 +87,7 @@ def test_interval_refuses_nonsense():
 
 
 def test_ratio_interval_pools_both_samples_noise():
-    from ansible.module_utils.specgate.bench_stats import ratio_interval
+    from ansible.module_utils.specgate.gate.bench_stats import ratio_interval
 
     same = ratio_interval([100.0, 104.0, 98.0], [101.0, 99.0, 103.0])
     assert same.low < 1.0 < same.high

@@ -8,8 +8,8 @@ import json
 
 import pytest
 import spec_bench as module  # library/spec_bench.py (tests/conftest.py puts library/ on sys.path)
-from ansible.module_utils.specgate.bench_client import BenchError, Client, TransportError
-from ansible.module_utils.specgate.bench_runner import BenchSettings, run_benchmark
+from ansible.module_utils.specgate.gate.bench_client import BenchError, Client, TransportError
+from ansible.module_utils.specgate.gate.bench_runner import BenchSettings, run_benchmark
 from ansible.module_utils.testing import patch_module_args
 from loopback_engine import STREAM_DIES, STREAM_GARBLED, STREAM_OK, STREAM_STALLS, LoopbackEngine
 

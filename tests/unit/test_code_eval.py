@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.specgate import code_eval
-from ansible.module_utils.specgate.code_eval import (
+from ansible.module_utils.specgate.gate import code_eval
+from ansible.module_utils.specgate.gate.code_eval import (
     Limits,
     Sandbox,
     SandboxError,
@@ -25,7 +25,7 @@ from ansible.module_utils.specgate.code_eval import (
     run_asserts,
     summarize,
 )
-from ansible.module_utils.specgate.coding_problems import PROBLEMS, PROBLEMS_BY_NAME, select_problems
+from ansible.module_utils.specgate.gate.coding_problems import PROBLEMS, PROBLEMS_BY_NAME, select_problems
 from specgate_sim import codebank
 
 pytestmark = pytest.mark.host

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.specgate.cuda_toolkit import cubin_sm, nvcc_release, plan
+from ansible.module_utils.specgate.cuda.cuda_toolkit import cubin_sm, nvcc_release, plan
 
 pytestmark = pytest.mark.host
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from ansible.module_utils.specgate.deployment_checks import Deployment, check_deployment, failure_message
+from ansible.module_utils.specgate.preflight.deployment_checks import Deployment, check_deployment, failure_message
 
 pytestmark = pytest.mark.host
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from ansible.module_utils.specgate.drafter_facts import (
+from ansible.module_utils.specgate.weights.drafter_facts import (
     check_dflash_drafter,
     default_target_layer_ids,
     target_dims,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import engine_fingerprint as module  # library/engine_fingerprint.py (tests/conftest.py puts library/ on sys.path)
 import pytest
-from ansible.module_utils.specgate.engine_fingerprint import (
+from ansible.module_utils.specgate.env.engine_fingerprint import (
     INVENTORY_SCRIPT,
     applied_patches,
     engine_content,

@@ -7,10 +7,10 @@ from __future__ import annotations
 import re
 
 import pytest
-from ansible.module_utils.specgate.cuda_lanes import cuda_lane_for_sglang, cuda_meets_minimum
-from ansible.module_utils.specgate.cuda_toolkit import plan as cuda_plan
-from ansible.module_utils.specgate.sglang_env_plan import plan_env
-from ansible.module_utils.specgate.sglang_flags import SglangConfigError, parse_sglang_version
+from ansible.module_utils.specgate.cuda.cuda_lanes import cuda_lane_for_sglang, cuda_meets_minimum
+from ansible.module_utils.specgate.cuda.cuda_toolkit import plan as cuda_plan
+from ansible.module_utils.specgate.env.sglang_env_plan import plan_env
+from ansible.module_utils.specgate.service.sglang_flags import SglangConfigError, parse_sglang_version
 
 pytestmark = pytest.mark.host
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ansible.module_utils.specgate.gate_decision import (
+from ansible.module_utils.specgate.gate.gate_decision import (
     ACTION_PROMOTE,
     ACTION_ROLLBACK,
     FAILED,

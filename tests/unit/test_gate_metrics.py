@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ansible.module_utils.specgate.gate_metrics import Cell, Thresholds, build_conditions
+from ansible.module_utils.specgate.gate.gate_metrics import Cell, Thresholds, build_conditions
 
 pytestmark = pytest.mark.host
 

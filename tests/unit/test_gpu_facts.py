@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.specgate.gpu_facts import (
+from ansible.module_utils.specgate.preflight.gpu_facts import (
     GpuParseError,
     arch_for,
     build_fact,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ansible.module_utils.specgate.gpu_release import (
+from ansible.module_utils.specgate.service.gpu_release import (
     GpuQueryError,
     parse_compute_apps,
     query_nvidia_smi,

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from ansible.module_utils.specgate.host_facts import disk_free, existing_ancestor, parse_meminfo, parse_os_release
+from ansible.module_utils.specgate.preflight.host_facts import (
+    disk_free,
+    existing_ancestor,
+    parse_meminfo,
+    parse_os_release,
+)
 
 pytestmark = pytest.mark.host
 

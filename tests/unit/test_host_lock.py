@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.specgate.host_lock import (
+from ansible.module_utils.specgate.service.host_lock import (
     acquire,
     describe,
     read_record,

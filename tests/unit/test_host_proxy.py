@@ -8,9 +8,9 @@ import http.server
 import json
 
 import pytest
-from ansible.module_utils.specgate.bench_client import Client
-from ansible.module_utils.specgate.readiness import fetch_server_info, http_get, is_loopback_url, probe_health
-from ansible.module_utils.specgate.sglang_crosscheck import loopback_unproxied
+from ansible.module_utils.specgate.gate.bench_client import Client
+from ansible.module_utils.specgate.service.readiness import fetch_server_info, http_get, is_loopback_url, probe_health
+from ansible.module_utils.specgate.service.sglang_crosscheck import loopback_unproxied
 from loopback_engine import LoopbackEngine, RecordingProxy, serving
 
 pytestmark = pytest.mark.host

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ansible.module_utils.specgate.page_cache import (
+from ansible.module_utils.specgate.service.page_cache import (
     mem_available_bytes,
     plan_prefetch,
     prefetch,

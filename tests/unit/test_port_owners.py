@@ -7,7 +7,7 @@ import socket
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.specgate.port_owners import listening_sockets, port_holders, socket_holders
+from ansible.module_utils.specgate.service.port_owners import listening_sockets, port_holders, socket_holders
 
 pytestmark = pytest.mark.host
 

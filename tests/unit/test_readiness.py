@@ -7,7 +7,7 @@ import json
 import socket
 
 import pytest
-from ansible.module_utils.specgate.readiness import (
+from ansible.module_utils.specgate.service.readiness import (
     Probe,
     UnitState,
     fetch_server_info,

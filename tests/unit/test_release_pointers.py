@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from ansible.module_utils.specgate.release_pointers import pointer_target, release_dirs, release_port
+from ansible.module_utils.specgate.service.release_pointers import pointer_target, release_dirs, release_port
 
 pytestmark = pytest.mark.host
 

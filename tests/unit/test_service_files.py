@@ -11,8 +11,8 @@ import stat
 
 import pytest
 import sglang_service_files as module  # library/sglang_service_files.py (tests/conftest.py puts library/ on sys.path)
-from ansible.module_utils.specgate import service_files
-from ansible.module_utils.specgate.service_files import Ownership, WantedFile, WantedRelease
+from ansible.module_utils.specgate.service import service_files
+from ansible.module_utils.specgate.service.service_files import Ownership, WantedFile, WantedRelease
 from ansible.module_utils.testing import patch_module_args
 
 pytestmark = pytest.mark.host

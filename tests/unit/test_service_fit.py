@@ -4,8 +4,8 @@ each misfit names the sglang_service_* variable the user sets and a fix that wor
 from __future__ import annotations
 
 import pytest
-from ansible.module_utils.specgate.service_fit import fit_problems
-from ansible.module_utils.specgate.sglang_flags import deployment_values
+from ansible.module_utils.specgate.service.service_fit import fit_problems
+from ansible.module_utils.specgate.service.sglang_flags import deployment_values
 
 pytestmark = pytest.mark.host
 

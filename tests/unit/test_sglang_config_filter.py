@@ -13,7 +13,7 @@ def test_filters_are_registered_under_the_names_the_role_uses():
 
 
 def test_the_pinned_version_is_the_sglang_pin_else_nothing():
-    from ansible.module_utils.specgate.sglang_flags import pinned_version
+    from ansible.module_utils.specgate.service.sglang_flags import pinned_version
 
     packages = ["flashinfer-python==0.7.2", "sglang[all]==0.5.19", "sglang-kernel==0.4.10"]
     assert pinned_version(packages) == "0.5.19"

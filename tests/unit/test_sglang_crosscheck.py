@@ -6,8 +6,8 @@ import json
 import sys
 
 import pytest
-from ansible.module_utils.specgate.bench_client import BenchError
-from ansible.module_utils.specgate.sglang_crosscheck import build_command, parse_result, run_crosscheck
+from ansible.module_utils.specgate.gate.bench_client import BenchError
+from ansible.module_utils.specgate.service.sglang_crosscheck import build_command, parse_result, run_crosscheck
 
 pytestmark = pytest.mark.host
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ansible.module_utils.specgate.sglang_env_plan import is_pinned, plan_env, requirement_name
+from ansible.module_utils.specgate.env.sglang_env_plan import is_pinned, plan_env, requirement_name
 
 pytestmark = pytest.mark.host
 

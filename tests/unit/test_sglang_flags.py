@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ansible.module_utils.specgate.sglang_flags import (
+from ansible.module_utils.specgate.service.sglang_flags import (
     DEPLOYMENT_KEYS,
     SUPPORTED_VERSIONS,
     SglangConfigError,

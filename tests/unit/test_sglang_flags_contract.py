@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible.module_utils.specgate.sglang_flags import (
+from ansible.module_utils.specgate.service.sglang_flags import (
     DEPLOYMENT_KEYS,
     DEPLOYMENT_TYPES,
     VAR_PREFIX,

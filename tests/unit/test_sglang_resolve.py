@@ -8,7 +8,7 @@ import sys
 import textwrap
 
 import pytest
-from ansible.module_utils.specgate.sglang_resolve import (
+from ansible.module_utils.specgate.service.sglang_resolve import (
     ResolverUnavailable,
     check_config,
     mask_environment,

@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible.module_utils.specgate.sglang_flags import DEPLOYMENT_KEYS, SPEC_KEYS, SUPPORTED_VERSIONS, server_config
+from ansible.module_utils.specgate.service.sglang_flags import (
+    DEPLOYMENT_KEYS,
+    SPEC_KEYS,
+    SUPPORTED_VERSIONS,
+    server_config,
+)
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 PROFILES = sorted((CONFIGS / "profiles").glob("*.yml"))

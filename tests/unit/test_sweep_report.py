@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ansible.module_utils.specgate.sweep_report import failed_row, summarize, sweep_markdown, winners
+from ansible.module_utils.specgate.sweep.sweep_report import failed_row, summarize, sweep_markdown, winners
 
 pytestmark = pytest.mark.host
 

@@ -1,9 +1,10 @@
-"""A deployment judged against the target's config.json by SGLang's rules: module_utils/specgate/target_limits.py."""
+"""A deployment judged against the target's config.json by SGLang's rules (module_utils/specgate/weights/
+target_limits.py)."""
 
 from __future__ import annotations
 
 import pytest
-from ansible.module_utils.specgate.target_limits import derived_context_length, target_refusals, text_config
+from ansible.module_utils.specgate.weights.target_limits import derived_context_length, target_refusals, text_config
 
 pytestmark = pytest.mark.host
 

@@ -10,7 +10,7 @@ import sys
 import time
 
 import pytest
-from ansible.module_utils.specgate.unit_processes import (
+from ansible.module_utils.specgate.service.unit_processes import (
     SystemctlShowError,
     cgroup_pids,
     descendants,

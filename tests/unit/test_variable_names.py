@@ -1,5 +1,5 @@
-"""Misspelled variables are refused before anything runs: module_utils/specgate/variable_names.py, which each role's
-validate entry point runs through the specgate_declared_variables action on its own argument_specs."""
+"""Misspelled variables are refused before anything runs: module_utils/specgate/common/variable_names.py, which each
+role's validate entry point runs through the specgate_declared_variables action on its own argument_specs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible.module_utils.specgate.variable_names import RETIRED, declared_names, role_refusal, unknown_variables
+from ansible.module_utils.specgate.common.variable_names import RETIRED, declared_names, role_refusal, unknown_variables
 
 ROOT = Path(__file__).resolve().parents[2]
 ROLES = ["preflight", "cuda_toolkit", "sglang_env", "model_weights", "sglang_service", "spec_gate", "spec_sweep"]

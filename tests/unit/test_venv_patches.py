@@ -6,7 +6,7 @@ import json
 
 import pytest
 import venv_patches as module  # library/venv_patches.py (tests/conftest.py puts library/ on sys.path)
-from ansible.module_utils.specgate.venv_patches import Action, Probe, decide, sha256_file
+from ansible.module_utils.specgate.env.venv_patches import Action, Probe, decide, sha256_file
 from ansible.module_utils.testing import patch_module_args
 
 ORIGINAL = "def algorithms():\n    return ['EAGLE', 'DFLASH']\n"

@@ -6,7 +6,7 @@ import hashlib
 import json
 
 import pytest
-from ansible.module_utils.specgate.weights_manifest import (
+from ansible.module_utils.specgate.weights.weights_manifest import (
     build_manifest,
     content_mismatch,
     git_blob_id_of,
@@ -15,8 +15,8 @@ from ansible.module_utils.specgate.weights_manifest import (
     verified_hashes,
     write_manifest,
 )
-from ansible.module_utils.specgate.weights_plan import RemoteFile
-from ansible.module_utils.specgate.weights_progress import (
+from ansible.module_utils.specgate.weights.weights_plan import RemoteFile
+from ansible.module_utils.specgate.weights.weights_progress import (
     ProgressWriter,
     bytes_on_disk,
     format_duration,

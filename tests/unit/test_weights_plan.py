@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ansible.module_utils.specgate.weights_plan import (
+from ansible.module_utils.specgate.weights.weights_plan import (
     GB,
     FsInfo,
     RemoteFile,

@@ -19,7 +19,7 @@ PROJECT = SCENARIO.parents[1]
 # The gate's own statistics, as Ansible imports them (testinfra runs without tests/conftest.py).
 if str(PROJECT / "module_utils") not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(str(PROJECT / "module_utils"))
-from ansible.module_utils.specgate.bench_stats import mean_interval  # noqa: E402 - needs the path set above
+from ansible.module_utils.specgate.gate.bench_stats import mean_interval  # noqa: E402 - needs the path set above
 
 EPHEMERAL = Path(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "/nonexistent"))
 BASE = "/opt/specgate"

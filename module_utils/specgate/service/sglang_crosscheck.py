@@ -8,7 +8,7 @@ import os
 import subprocess
 import tempfile
 
-from ansible.module_utils.specgate.bench_client import BenchError
+from ansible.module_utils.specgate.gate.bench_client import BenchError
 
 # The fields of sglang.benchmark.serving's JSONL result (sglang 0.5.23) that specgate's cell also measures.
 KEPT_FIELDS = (

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible.module_utils.specgate import resolver_driver
+from ansible.module_utils.specgate.service import resolver_driver
 
 DEFAULT_SERVER_ARGS_MODULE = "sglang.srt.server_args"
 # Import ~5 s plus resolution ~2 s on a workstation; a loaded host or a slow filesystem gets ample room.

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ansible.module_utils.specgate.weights_manifest import (
+from ansible.module_utils.specgate.weights.weights_manifest import (
     build_manifest,
     content_mismatch,
     manifest_differs,
@@ -22,7 +22,7 @@ from ansible.module_utils.specgate.weights_manifest import (
     verified_hashes,
     write_manifest,
 )
-from ansible.module_utils.specgate.weights_plan import (
+from ansible.module_utils.specgate.weights.weights_plan import (
     GB,
     HF_LOCAL_CACHE,
     MANIFEST_NAME,
@@ -34,7 +34,7 @@ from ansible.module_utils.specgate.weights_plan import (
     plan_snapshot,
     select_files,
 )
-from ansible.module_utils.specgate.weights_progress import ProgressWriter, bytes_on_disk, progress_report
+from ansible.module_utils.specgate.weights.weights_progress import ProgressWriter, bytes_on_disk, progress_report
 
 Listing = Callable[..., tuple[str, list[RemoteFile]]]
 Fetch = Callable[..., None]

@@ -10,7 +10,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from ansible.module_utils.specgate.weights_plan import HF_LOCAL_CACHE, RemoteFile, exact_pattern
+from ansible.module_utils.specgate.weights.weights_plan import HF_LOCAL_CACHE, RemoteFile, exact_pattern
 
 # Progress bars would only land in the module's captured stderr; progress is reported by weights_progress.
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")

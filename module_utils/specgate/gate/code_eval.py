@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from ansible.module_utils.specgate.coding_problems import PROBLEMS_BY_NAME, Problem
+from ansible.module_utils.specgate.gate.coding_problems import PROBLEMS_BY_NAME, Problem
 
 PASSED = "passed"
 FAILED = "failed"  # an assert did not hold

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ansible.module_utils.specgate.gate_decision import Condition
+from ansible.module_utils.specgate.gate.gate_decision import Condition
 
 ACCEPT_SOURCES = ("request", "server")
 CELL_METRICS = ("output_tok_s", "request_per_s")

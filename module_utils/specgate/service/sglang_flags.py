@@ -293,8 +293,8 @@ def _refuse_unsupported_shape(text: str, variable: str) -> None:
             f"{variable}: SGLang {text} is a post-release of {release}; SGLang cuts post-releases from "
             f"its main branch like any other release, so specgate does not assume {release}'s flag spellings for "
             f"it (supported: {supported}). Pin sglang=={release} (sglang_env_packages), or add {text} to "
-            "VERSION_RULES in module_utils/specgate/sglang_flags.py once tests/peer resolves every shipped profile "
-            "with its own parser"
+            "VERSION_RULES in module_utils/specgate/service/sglang_flags.py once tests/peer resolves every shipped "
+            "profile with its own parser"
         )
     if parts.group("pre") or parts.group("dev"):
         raise SglangConfigError(

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ansible.module_utils.specgate.bench_client import GENERATION_TOKENS, SPEC_VERIFY_CALLS, RequestRecord
-from ansible.module_utils.specgate.bench_stats import percentile, summarize_latencies
+from ansible.module_utils.specgate.gate.bench_client import GENERATION_TOKENS, SPEC_VERIFY_CALLS, RequestRecord
+from ansible.module_utils.specgate.gate.bench_stats import percentile, summarize_latencies
 
 MAX_ERRORS_KEPT = 3
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
-from ansible.module_utils.specgate.cuda_lanes import cuda_lane_for_sglang, parse_version
-from ansible.module_utils.specgate.sglang_flags import (
+from ansible.module_utils.specgate.cuda.cuda_lanes import cuda_lane_for_sglang, parse_version
+from ansible.module_utils.specgate.service.sglang_flags import (
     ENGINE_FEATURES,
     SglangConfigError,
     parse_sglang_version,

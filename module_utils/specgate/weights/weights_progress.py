@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ansible.module_utils.specgate.weights_plan import GB, HF_LOCAL_CACHE, RemoteFile, local_size
+from ansible.module_utils.specgate.weights.weights_plan import GB, HF_LOCAL_CACHE, RemoteFile, local_size
 
 
 def format_duration(seconds: float) -> str:

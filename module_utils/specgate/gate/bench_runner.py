@@ -17,18 +17,23 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TypeVar
 
-from ansible.module_utils.specgate import code_eval
-from ansible.module_utils.specgate.bench_cells import counter_delta, server_acceptance, summarize_cell, summarize_sets
-from ansible.module_utils.specgate.bench_client import GENERATION_TOKENS, BenchError, Client, RequestRecord
-from ansible.module_utils.specgate.bench_prompts import (
+from ansible.module_utils.specgate.gate import code_eval
+from ansible.module_utils.specgate.gate.bench_cells import (
+    counter_delta,
+    server_acceptance,
+    summarize_cell,
+    summarize_sets,
+)
+from ansible.module_utils.specgate.gate.bench_client import GENERATION_TOKENS, BenchError, Client, RequestRecord
+from ansible.module_utils.specgate.gate.bench_prompts import (
     BUILTIN_SETS,
     NATIVE_CONTEXT,
     USER_SET,
     Prompt,
     build_prompt,
 )
-from ansible.module_utils.specgate.coding_problems import Problem, select_problems
-from ansible.module_utils.specgate.sglang_crosscheck import run_crosscheck
+from ansible.module_utils.specgate.gate.coding_problems import Problem, select_problems
+from ansible.module_utils.specgate.service.sglang_crosscheck import run_crosscheck
 
 SCHEMA = "specgate.bench/v1"
 CALIBRATION_TOKENS = 1024

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ansible.module_utils.specgate.weights_plan import MANIFEST_NAME, RemoteFile
+from ansible.module_utils.specgate.weights.weights_plan import MANIFEST_NAME, RemoteFile
 
 READ_CHUNK = 8 * 1024 * 1024
 

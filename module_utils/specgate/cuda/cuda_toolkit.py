@@ -11,7 +11,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible.module_utils.specgate.cuda_lanes import (
+from ansible.module_utils.specgate.cuda.cuda_lanes import (
     ARCH_LIST_BY_ARCH,
     CUDA_MINIMUM_BY_ARCH,
     NVCC_ARCH_BY_ARCH,

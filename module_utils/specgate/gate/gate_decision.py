@@ -23,7 +23,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ansible.module_utils.specgate.bench_stats import Interval, mean_interval, ratio_interval
+from ansible.module_utils.specgate.gate.bench_stats import Interval, mean_interval, ratio_interval
 
 SUCCESSFUL = "Successful"
 FAILED = "Failed"

@@ -1,0 +1,1 @@
+"""Shared by every stage: the check of each stage's declared variables."""

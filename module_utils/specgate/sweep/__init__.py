@@ -1,0 +1,1 @@
+"""spec_sweep: the sweep's report and winners."""

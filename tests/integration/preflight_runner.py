@@ -101,3 +101,29 @@ def run_role(tmp_path: Path, role: str, role_vars: dict[str, Any], cmdline: str 
         },
     )
     return RoleRun(status=result.status, events=list(result.events))
+
+
+def run_on_ct200(tmp_path: Path, extravars: dict[str, Any], playbook: str = "deploy.yml",
+                 cmdline: str | None = None) -> ansible_runner.Runner:
+    """A project playbook as users run it (`-l ct200`, the fleet inventory), on this machine over the local
+    connection with ct200's nvidia-smi faked: for refusals that must come before any stage changes the host."""
+    smi = fake_nvidia_smi(tmp_path, "ct200_sm120_pcie")
+    private = tmp_path / "runner"
+    private.mkdir()
+    return ansible_runner.run(
+        private_data_dir=str(private),
+        project_dir=str(PROJECT_ROOT),
+        playbook=str(PROJECT_ROOT / playbook),
+        inventory=str(PROJECT_ROOT / "inventory" / "hosts.yml"),
+        limit="ct200",
+        extravars={
+            "ansible_connection": "local",
+            "ansible_python_interpreter": sys.executable,
+            "preflight_nvidia_smi": str(smi),
+            "preflight_min_free_gib": {"/": 0},
+            **extravars,
+        },
+        envvars={"ANSIBLE_CONFIG": str(PROJECT_ROOT / "ansible.cfg")},
+        cmdline=cmdline,
+        quiet=True,
+    )

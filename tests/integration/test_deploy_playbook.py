@@ -13,7 +13,7 @@ import ansible_runner
 import pytest
 import yaml
 
-from integration.preflight_runner import fake_nvidia_smi
+from integration.preflight_runner import run_on_ct200
 
 ROOT = Path(__file__).resolve().parents[2]
 STAGES = ["preflight", "cuda_toolkit", "sglang_env", "model_weights", "sglang_service", "spec_gate"]
@@ -203,25 +203,7 @@ def test_deploy_refuses_a_bad_setting_before_touching_ct200(
 ) -> None:
     """deploy.yml (and sweep.yml) -l ct200 with a bad inventory value stops before any stage changes the host,
     naming the variable the user sets: refused by the validate entry point of the stage that owns it."""
-    smi = fake_nvidia_smi(tmp_path, "ct200_sm120_pcie")
-    private = tmp_path / "runner"
-    private.mkdir()
-    run = ansible_runner.run(
-        private_data_dir=str(private),
-        project_dir=str(ROOT),
-        playbook=str(ROOT / playbook),
-        inventory=str(ROOT / "inventory" / "hosts.yml"),
-        limit="ct200",
-        extravars={
-            "ansible_connection": "local",
-            "ansible_python_interpreter": sys.executable,
-            "preflight_nvidia_smi": str(smi),
-            "preflight_min_free_gib": {"/": 0},
-            **bad,
-        },
-        envvars={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")},
-        quiet=True,
-    )
+    run = run_on_ct200(tmp_path, bad, playbook=playbook)
     assert run.status == "failed"
     failures = [e["event_data"] for e in run.events if e["event"] == "runner_on_failed"]
     assert len(failures) == 1

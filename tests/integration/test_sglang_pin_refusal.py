@@ -9,13 +9,11 @@ the weights had changed the host.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-import ansible_runner
 import pytest
 
-from integration.preflight_runner import fake_nvidia_smi
+from integration.preflight_runner import run_on_ct200
 
 pytestmark = pytest.mark.slow
 
@@ -39,27 +37,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_unsupported_sglang_pin_is_refused_by_sglang_env_before_anything_changes(
     tmp_path: Path, pin, name, reason
 ) -> None:
-    smi = fake_nvidia_smi(tmp_path, "ct200_sm120_pcie")
-    private = tmp_path / "runner"
-    private.mkdir()
-    run = ansible_runner.run(
-        private_data_dir=str(private),
-        project_dir=str(ROOT),
-        playbook=str(ROOT / "deploy.yml"),
-        inventory=str(ROOT / "inventory" / "hosts.yml"),
-        limit="ct200",
-        extravars={
-            "ansible_connection": "local",
-            "ansible_python_interpreter": sys.executable,
-            "preflight_nvidia_smi": str(smi),
-            "preflight_min_free_gib": {"/": 0},
-            **pin,
-        },
-        envvars={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")},
-        # Check mode: were the refusal ever to go missing, the later stages could still not touch this machine.
-        cmdline="--check",
-        quiet=True,
-    )
+    # Check mode: were the refusal ever to go missing, the later stages could still not touch this machine.
+    run = run_on_ct200(tmp_path, pin, cmdline="--check")
     assert run.status == "failed"
     failures = [e["event_data"] for e in run.events if e["event"] == "runner_on_failed"]
     assert len(failures) == 1, [f["res"].get("msg") for f in failures]

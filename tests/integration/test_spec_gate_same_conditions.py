@@ -14,7 +14,7 @@ import ansible_runner
 import pytest
 from specgate_sim import testing
 
-from integration.preflight_runner import PROJECT_ROOT, VENV_BIN, RoleRun, fake_nvidia_smi
+from integration.preflight_runner import PROJECT_ROOT, VENV_BIN, RoleRun, run_on_ct200
 
 pytestmark = pytest.mark.slow
 
@@ -214,25 +214,7 @@ def test_unreachable_min_accept_length_is_refused_before_anything_runs(tmp_path)
     """deploy.yml -l ct200 (DFLASH, block 8: no run reports more than 9) stops in the gate's validate entry point,
     which reads the deployment the service's validate published, before any stage changes the host; where the line
     lies is tests/unit/test_spec_gate_accept_ceiling.py's."""
-    smi = fake_nvidia_smi(tmp_path, "ct200_sm120_pcie")
-    private = tmp_path / "runner"
-    private.mkdir()
-    run = ansible_runner.run(
-        private_data_dir=str(private),
-        project_dir=str(PROJECT_ROOT),
-        playbook=str(PROJECT_ROOT / "deploy.yml"),
-        inventory=str(PROJECT_ROOT / "inventory" / "hosts.yml"),
-        limit="ct200",
-        extravars={
-            "ansible_connection": "local",
-            "ansible_python_interpreter": sys.executable,
-            "preflight_nvidia_smi": str(smi),
-            "preflight_min_free_gib": {"/": 0},
-            "spec_gate_min_accept_length": 9.5,
-        },
-        envvars={"ANSIBLE_CONFIG": str(PROJECT_ROOT / "ansible.cfg")},
-        quiet=True,
-    )
+    run = run_on_ct200(tmp_path, {"spec_gate_min_accept_length": 9.5})
     assert run.status == "failed"
     failures = [e["event_data"] for e in run.events if e["event"] == "runner_on_failed"]
     assert len(failures) == 1

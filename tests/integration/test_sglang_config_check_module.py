@@ -30,7 +30,8 @@ def run_module(config: Path | str, tmp_path: Path, source: str = "config") -> tu
     args = json.dumps({"python": sys.executable, **given,
                        "server_args_module": "specgate_sim.server_args",
                        "environment": {"SGLANG_DDTREE_MAX_TOPK": "4", "HF_TOKEN": "hf_secret"}})
-    env = {**os.environ, "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-tmp")}
+    # The result as JSON to parse (ansible.cfg prints YAML for people).
+    env = {**os.environ, "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-tmp"), "ANSIBLE_CALLBACK_RESULT_FORMAT": "json"}
     completed = subprocess.run(
         [str(ANSIBLE), "localhost", "-i", "localhost,", "-c", "local", "--check", "-m", "sglang_config_check",
          "-e", f"ansible_python_interpreter={sys.executable}", "-a", args],

@@ -16,7 +16,9 @@ def run_debug(expression: str, tmp_path: Path, *extra: str) -> tuple[str, dict]:
     completed = subprocess.run(
         [str(ANSIBLE), "localhost", "-i", "localhost,", "-c", "local", "-m", "ansible.builtin.debug",
          "-e", f"ansible_python_interpreter={sys.executable}", *extra, "-a", f"msg={{{{ {expression} }}}}"],
-        cwd=PROJECT_ROOT, env={**os.environ, "ANSIBLE_LOCAL_TEMP": str(tmp_path)},
+        cwd=PROJECT_ROOT, env={**os.environ, "ANSIBLE_LOCAL_TEMP": str(tmp_path),
+             # The result as JSON to parse (ansible.cfg prints YAML for people).
+             "ANSIBLE_CALLBACK_RESULT_FORMAT": "json"},
         capture_output=True, text=True, timeout=120, check=False,
     )
     head, marker, payload = completed.stdout.partition(" => ")

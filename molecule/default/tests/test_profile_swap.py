@@ -19,6 +19,7 @@ EPHEMERAL = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"])
 SCENARIO = Path(os.environ["MOLECULE_SCENARIO_DIRECTORY"])
 B16_DRAFTER = "/models/specgate-fixtures/kimi-k26-dflash-b16"
 B8_DRAFTER = "/models/specgate-fixtures/kimi-k26-dflash-b8"
+SUMMARY = "Summary - what this run left on the host"
 
 
 def _deploy(tmp_path: Path, profile: str) -> ansible_runner.Runner:
@@ -53,6 +54,12 @@ def test_swapping_to_the_block_16_profile_fetches_and_serves_its_drafter_then_ba
         assert host.file(f"{B16_DRAFTER}/.specgate-manifest.json").exists, "the block-16 drafter was fetched"
         served = _served(host)
         assert served["speculative-draft-model-path"] == B16_DRAFTER
+        # The run ends with one readable block for the host: the release, the verdict, the way back.
+        (summary,) = [e["event_data"]["res"]["msg"] for e in swap.events
+                      if e["event"] == "runner_on_ok" and e["event_data"].get("task") == SUMMARY]
+        assert "the candidate passed the gate: serving and known-good" in summary, summary
+        assert "(dflash-bs16)" in summary, summary
+        assert "playbooks/rollback.yml -l" in summary, summary
         assert served["speculative-dflash-block-size"] == 16
         assert host.service("sglang").is_running
     finally:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import getpass
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -123,15 +124,25 @@ def test_baseline_is_stored_by_bench_and_judged_by_the_speedup_gate(tmp_path, ta
             "dflash",
             {"spec_gate_min_speedup": 1.05, "spec_gate_runs": 3, "spec_gate_max_runs": 5},
         )
+        refused_late = run_play(tmp_path, "benchmark", spec, "dflash", {"spec_gate_bench_store_baseline": True})
+        # With the release's public config on the host, as sglang_service writes it: refused before benchmarking.
+        (tmp_path / "opt" / "releases" / "dflash" / "server.yaml").write_text("speculative-algorithm: DFLASH\n")
+        (tmp_path / "reports" / "localhost" / "dflash" / "bench.json").unlink()
+        shutil.rmtree(tmp_path / "runner-dflash-benchmark")
         refused = run_play(tmp_path, "benchmark", spec, "dflash", {"spec_gate_bench_store_baseline": True})
     finally:
         spec.stop()
+    assert refused_late.status == "failed"
+    (_task, res), *_ = refused_late.failed_tasks()
+    assert "a baseline must be the same target without speculation" in res["msg"]
     assert gated.status == "successful", [res["msg"] for _task, res in gated.failed_tasks()]
     gate = json.loads((tmp_path / "opt" / "releases" / "dflash" / "gate.json").read_text())
     (speedup,) = gate["analysis"]["metrics"]
     assert speedup["name"] == "speedup"
     assert speedup["interval"]["low"] > 1.05
     assert refused.status == "failed"
-    (_task, res), *_ = refused.failed_tasks()
-    assert "a baseline must be the same target without speculation" in res["msg"]
+    (task, res), *_ = refused.failed_tasks()
+    assert task == "Refuse to store a speculative release as the no-speculation baseline, before benchmarking it"
+    assert "no benchmark was run" in res["msg"]
+    assert not (tmp_path / "reports" / "localhost" / "dflash" / "bench.json").exists(), "a benchmark was spent"
     assert [p.name for p in (tmp_path / "opt" / "baselines").iterdir()] == [baseline.name]

@@ -53,6 +53,11 @@ options:
         description: Where the patch came from (recorded in the state file).
         type: str
         default: ""
+      provides:
+        description: What the patch adds to the release (e.g. ddtree); sglang_env's plan reads it, not this module.
+        type: list
+        elements: str
+        default: []
   target:
     description: Directory the patch paths are relative to (after stripping).
     type: path
@@ -96,6 +101,7 @@ ARGUMENT_SPEC = {
             "path": {"type": "path", "required": True},
             "strip": {"type": "int", "default": 1},
             "src": {"type": "str", "default": ""},
+            "provides": {"type": "list", "elements": "str", "default": []},
         },
     },
     "target": {"type": "path", "required": True},

@@ -166,6 +166,8 @@ def deployment_from_files(*paths: Path) -> dict[str, Any]:
     }
     for path in paths:
         for name, value in yaml.safe_load(path.read_text()).items():
+            if name == "model_weights_drafter":
+                continue  # a profile's drafter is the weights stage's choice; the drafter path stands in for it
             assert name.startswith("sglang_service_"), f"{path.name}: {name} is not an sglang_service_* variable"
             deployment[name.removeprefix("sglang_service_")] = value
     return deployment

@@ -22,12 +22,9 @@ B8_DRAFTER = "/models/specgate-fixtures/kimi-k26-dflash-b8"
 SUMMARY = "Summary - what this run left on the host"
 
 
-def _deploy(tmp_path: Path, profile: str) -> ansible_runner.Runner:
+def _deploy(tmp_path: Path, profile: str, **extra) -> ansible_runner.Runner:
     args = yaml.safe_load((SCENARIO / "molecule.yml").read_text())["provisioner"]["ansible_args"]
-    # At C=1 the sim's block-16 drafts are ~6 % slower than block 8 (a longer verify; specgate_sim.specmodel), inside
-    # the noise of the demo's 10 % regression bound: this test is about the drafter a profile brings, so the bound
-    # is widened rather than leaving the verdict to chance.
-    extravars = {**json.loads(args[args.index("-e") + 1]), "spec_gate_max_regression": 0.25}
+    extravars = {**json.loads(args[args.index("-e") + 1]), **extra}
     tmp_path.mkdir(parents=True)
     return ansible_runner.run(
         private_data_dir=str(tmp_path),
@@ -53,7 +50,11 @@ def _served(host) -> dict:
 def test_swapping_to_the_block_16_profile_fetches_and_serves_its_drafter_then_back(host, tmp_path) -> None:
     assert _served(host)["speculative-draft-model-path"] == B8_DRAFTER, "the scenario converged the standing profile"
     try:
-        swap = _deploy(tmp_path / "swap", "dflash-bs16.yml")
+        # At C=1 the sim's block-16 drafts are ~6 % slower than block 8 (a longer verify; specgate_sim.specmodel),
+        # inside the noise of the demo's 10 % regression bound: this test is about the drafter a profile brings, so
+        # the bound is widened for the swap rather than leaving the verdict to chance. The way back runs with the
+        # standing thresholds, so its gate record is what the later checks (test_stage_tags) find settled.
+        swap = _deploy(tmp_path / "swap", "dflash-bs16.yml", spec_gate_max_regression=0.25)
         assert swap.status == "successful", _failures(swap)
         assert host.file(f"{B16_DRAFTER}/.specgate-manifest.json").exists, "the block-16 drafter was fetched"
         served = _served(host)

@@ -86,10 +86,14 @@ def test_converge_downloads_with_progress_then_a_rerun_changes_nothing(hub_root,
     with running_hub(root, [TOKEN], throttle_bps=300_000) as hub:
         first = play(tmp_path, role_vars(hub.url, weights, model_weights_requested_block_size=16))
         assert first.status == "successful", results(first, "runner_on_failed")
-        progress = [res.get("msg", "") for task, res in results(first, "runner_on_ok")
-                    if task == "Show download progress"]
-        assert any(re.fullmatch(r"weights: \d+\.\d\d / 0\.\d\d MB \(\d+%\), \d+\.\d MB/s, ETA \S+", line)
-                   for line in progress), progress
+        # One task follows the whole download (no task file including itself per poll), one line per poll.
+        follow = [res for task, res in results(first, "runner_on_ok") if task.startswith("Follow the download")]
+        assert len(follow) == 1, follow
+        assert follow[0]["polls"] >= 2, follow
+        progress = [line.strip() for line in first.stdout.read().splitlines() if line.strip().startswith("[localhost]")]
+        assert len(progress) == follow[0]["polls"] - 1, progress
+        assert any(re.fullmatch(r"\[localhost\] weights: \d+\.\d\d / 0\.\d\d MB \(\d+%\), \d+\.\d MB/s, ETA \S+",
+                                line) for line in progress), progress
         warnings = [w for _t, res in results(first, "runner_on_ok") for w in res.get("warnings", [])]
         assert any("positions 8-15 are out of distribution" in w for w in warnings), warnings
         weights_fact = fact(first, "specgate_weights")

@@ -79,3 +79,19 @@ def test_secret_contents_are_no_log_in_the_files_module():
     # Top level: a nested no_log value is masked only verbatim (see the option's description).
     assert ARGUMENT_SPEC["secrets"]["no_log"] is True
     assert ARGUMENT_SPEC["secrets"]["type"] == "dict"
+
+
+def test_every_module_and_action_in_the_project_renders_with_ansible_doc():
+    """One ansible-doc call over all of library/: a YAML slip in any DOCUMENTATION fails here, not for a user."""
+    modules = sorted(p.stem for p in (ROOT / "library").glob("*.py"))
+    done = subprocess.run([str(ANSIBLE_DOC), "-j", "-M", str(ROOT / "library"), *modules],
+                          capture_output=True, text=True, cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stderr
+    rendered = json.loads(done.stdout)
+    assert sorted(rendered) == modules
+    for action in (ROOT / "action_plugins").glob("*.py"):
+        assert action.stem in rendered, f"action {action.stem} has no documentation stub in library/"
+        source = action.read_text()
+        valid = source.split("_VALID_ARGS = frozenset(")[1].split(")")[0]
+        declared = set(valid.strip("{}").replace('"', "").replace(" ", "").split(",")) - {""}
+        assert set(rendered[action.stem]["doc"].get("options") or {}) == declared, action.stem

@@ -1,0 +1,75 @@
+"""Action: follow an async job to its end with async_status, printing one progress line per poll.
+
+`async_status` with `until`/`retries` can only print "FAILED - RETRYING ... (N retries left)" per round, and a
+task file that includes itself again prints four task headers per round (hundreds of nested includes for a
+550 GB download). This action is one task: it asks async_status on the host, reads the job's progress report
+(a JSON file the job rewrites, with a human `line`), prints that line, waits, and asks again. Documentation:
+library/specgate_follow_job.py.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+display = Display()
+
+
+def progress_line(slurped: dict) -> str | None:
+    """The `line` of a slurped progress report, or None while the job has not written one yet."""
+    if slurped.get("failed") or "content" not in slurped:
+        return None
+    try:
+        return json.loads(base64.b64decode(slurped["content"]))["line"]
+    except (ValueError, KeyError, TypeError):  # a report caught mid-write or of another shape: skip this round
+        return None
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _VALID_ARGS = frozenset({"jid", "progress_file", "poll_interval", "timeout", "label"})
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        args = self._task.args
+        jid = args.get("jid")
+        if not jid:
+            raise AnsibleActionFail("specgate_follow_job needs jid: the ansible_job_id of a task run with poll: 0")
+        interval = float(args.get("poll_interval", 15))
+        timeout = float(args.get("timeout", 86400))
+        label = args.get("label") or "job"
+        progress_file = args.get("progress_file")
+        host = task_vars.get("inventory_hostname", "?") if task_vars else "?"
+        # As ansible.builtin.async_status's own action does: the job file lives in the shell's async_dir.
+        async_dir = self._remote_expand_user(self.get_shell_option("async_dir", default="~/.ansible_async"))
+        started = time.monotonic()
+        polls = 0
+        last_line = None
+        while True:
+            polls += 1
+            status = self._execute_module(module_name="ansible.legacy.async_status",
+                                          module_args={"jid": jid, "_async_dir": async_dir}, task_vars=task_vars)
+            if status.get("finished") or status.get("failed"):
+                break
+            elapsed = time.monotonic() - started
+            if elapsed > timeout:
+                result.update(failed=True, polls=polls, progress_line=last_line,
+                              msg=f"{label} did not end within {timeout:.0f} s (job {jid} is still running on "
+                                  f"{host}; its last progress: {last_line or 'none'})")
+                return result
+            if progress_file:
+                slurped = self._execute_module(module_name="ansible.builtin.slurp",
+                                               module_args={"src": progress_file}, task_vars=task_vars)
+                last_line = progress_line(slurped) or last_line
+            display.display(f"  [{host}] {last_line or f'{label}: starting'}")
+            time.sleep(interval)
+        # The job's own result (changed, msg, its return values) is this task's result, as with async_status.
+        status.pop("invocation", None)
+        result.update(status)
+        result.update(polls=polls, progress_line=last_line)
+        return result

@@ -95,3 +95,16 @@ def test_the_report_names_a_winner_per_use_case_among_the_configs_that_ran(sweep
     markdown = (out / "sweep.md").read_text()
     assert "| crash |" in markdown
     assert "FAILED" in markdown
+
+
+def test_the_sweep_publishes_what_its_summary_reads(sweep):
+    run, out = sweep
+    facts = [e["event_data"]["res"].get("ansible_facts", {}) for e in run.events if e["event"] == "runner_on_ok"]
+    (published,) = [f["specgate_sweep"] for f in facts if "specgate_sweep" in f]
+    assert published["failed"] == ["crash"]
+    assert (published["configs"], published["ran"]) == (3, 2)
+    assert Path(published["dir"]) == out
+    assert published["restored"] is True
+    assert {w["name"] for w in published["winners"].values()} <= {"bs8", "bs16"}
+    # The configs carry inline vars on top of the profile: no -e @profile alone deploys them.
+    assert published["winner_profiles"] == []

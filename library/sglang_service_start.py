@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.specgate.common.progress import ProgressWriter
+from ansible.module_utils.specgate.service.load_progress import load_report, read_load_times, record_load_time
 from ansible.module_utils.specgate.service.readiness import (
     UnitState,
     fetch_server_info,
@@ -79,6 +82,19 @@ options:
     description: Journal lines returned on failure.
     type: int
     default: 40
+  release:
+    description: The release being started, for the progress report and its load-time history.
+    type: str
+  progress_file:
+    description:
+      - Where to keep a progress report (JSON with a human C(line)) while the engine loads, for a task
+        following this one run async (specgate_follow_job) to print on each poll. Removed at the end.
+    type: path
+  load_times_file:
+    description:
+      - JSON file of each release's last load time on this host. The progress report compares the load
+        with the last one of I(release); a load that becomes ready is recorded.
+    type: path
 """
 
 EXAMPLES = r"""
@@ -145,6 +161,9 @@ def main() -> None:
             "api_key": {"type": "str", "no_log": True},
             "redact": {"type": "list", "elements": "str", "default": [], "no_log": True},
             "journal_lines": {"type": "int", "default": 40},
+            "release": {"type": "str"},
+            "progress_file": {"type": "path"},
+            "load_times_file": {"type": "path"},
         },
         supports_check_mode=True,
     )
@@ -172,14 +191,34 @@ def main() -> None:
     # crash of the engine just started cannot restart it before RestartSec has passed.
     baseline_restarts = unit_state(module, unit).n_restarts if p["start"] else 0
     base = p["url"].rstrip("/")
-    ready = wait_ready(
-        probe=lambda: probe_health(base + "/health"),
-        unit_state=lambda: unit_state(module, unit),
-        timeout=p["load_timeout"],
-        baseline_restarts=baseline_restarts,
-        interval=p["poll_interval"],
-    )
+    release = p["release"] or unit
+    tracked = bool(p["load_times_file"] and p["release"])
+    last_load = read_load_times(p["load_times_file"]).get(release) if tracked else None
+    started = time.monotonic()
+    writer = None
+    if p["progress_file"] and p["start"]:
+        def measure() -> dict:
+            return load_report(release=release, elapsed=time.monotonic() - started, last=last_load)
+
+        writer = ProgressWriter(p["progress_file"], measure)
+        writer.start()
+    try:
+        ready = wait_ready(
+            probe=lambda: probe_health(base + "/health"),
+            unit_state=lambda: unit_state(module, unit),
+            timeout=p["load_timeout"],
+            baseline_restarts=baseline_restarts,
+            interval=p["poll_interval"],
+        )
+    finally:
+        if writer is not None:
+            writer.stop()
+            os.unlink(p["progress_file"])
     result = {"changed": p["start"], "ready": ready.as_dict()}
+    if tracked:
+        result["last_load_s"] = last_load
+        if ready.ready and p["start"]:
+            record_load_time(p["load_times_file"], release, ready.waited_s)
     if not ready.ready:
         journal = journal_tail(module, unit, since, p["journal_lines"], secrets)
         module.fail_json(

@@ -6,6 +6,7 @@ import hashlib
 import json
 
 import pytest
+from ansible.module_utils.specgate.common.progress import ProgressWriter, format_duration
 from ansible.module_utils.specgate.weights.weights_manifest import (
     build_manifest,
     content_mismatch,
@@ -16,12 +17,7 @@ from ansible.module_utils.specgate.weights.weights_manifest import (
     write_manifest,
 )
 from ansible.module_utils.specgate.weights.weights_plan import RemoteFile
-from ansible.module_utils.specgate.weights.weights_progress import (
-    ProgressWriter,
-    bytes_on_disk,
-    format_duration,
-    progress_report,
-)
+from ansible.module_utils.specgate.weights.weights_progress import bytes_on_disk, progress_report
 
 pytestmark = pytest.mark.host
 

@@ -1,31 +1,19 @@
 """Download progress the play can show while a long download runs: bytes done/total, rate and ETA.
 
-An Ansible module cannot stream output, so hf_snapshot runs async and a thread writes this JSON to a file the
-role reads and prints on every poll. Bytes are measured on disk (finished files plus huggingface_hub's
-`*.incomplete` temp files), which is what a download really achieved, independent of the client's progress bars.
+hf_snapshot runs async and writes this report through common.progress.ProgressWriter; the role's
+specgate_follow_job task prints its line on every poll. Bytes are measured on disk (finished files plus
+huggingface_hub's `*.incomplete` temp files), which is what a download really achieved, independent of the
+client's progress bars.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
-import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ansible.module_utils.specgate.common.progress import format_duration
 from ansible.module_utils.specgate.weights.weights_plan import GB, HF_LOCAL_CACHE, RemoteFile, local_size
-
-
-def format_duration(seconds: float) -> str:
-    seconds = round(seconds)
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h {minutes:02d}m"
-    return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
 
 
 def progress_report(*, done: int, total: int, baseline: int, elapsed: float, label: str) -> dict[str, Any]:
@@ -65,41 +53,3 @@ def bytes_on_disk(local_dir: str, files: Sequence[RemoteFile]) -> int:
             except FileNotFoundError:  # renamed into place between listing and stat
                 continue
     return done
-
-
-def write_json_atomic(path: str, data: dict[str, Any]) -> None:
-    directory = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".progress.", dir=directory)
-    with os.fdopen(fd, "w") as handle:
-        json.dump(data, handle)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
-
-
-class ProgressWriter:
-    """Writes a progress report every `interval` seconds from a daemon thread until stopped."""
-
-    def __init__(self, path: str, measure: Callable[[], dict[str, Any]], interval: float = 2.0) -> None:
-        self._path = path
-        self._measure = measure
-        self._interval = interval
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="specgate-progress", daemon=True)
-
-    def start(self) -> None:
-        self.write()
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=self._interval + 5)
-        self.write(final=True)
-
-    def write(self, final: bool = False) -> None:
-        report = self._measure()
-        report.update({"final": final, "updated_at": time.time()})
-        write_json_atomic(self._path, report)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._interval):
-            self.write()

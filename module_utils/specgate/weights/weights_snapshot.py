@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ansible.module_utils.specgate.common.progress import ProgressWriter
 from ansible.module_utils.specgate.weights.weights_manifest import (
     build_manifest,
     content_mismatch,
@@ -34,7 +35,7 @@ from ansible.module_utils.specgate.weights.weights_plan import (
     plan_snapshot,
     select_files,
 )
-from ansible.module_utils.specgate.weights.weights_progress import ProgressWriter, bytes_on_disk, progress_report
+from ansible.module_utils.specgate.weights.weights_progress import bytes_on_disk, progress_report
 
 Listing = Callable[..., tuple[str, list[RemoteFile]]]
 Fetch = Callable[..., None]

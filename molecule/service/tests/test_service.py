@@ -3,6 +3,7 @@ file order: each test starts from the state the previous one left."""
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -160,6 +161,10 @@ def test_swapping_the_drafter_config_through_vars_changes_only_the_drafter(host)
     assert host.file("/etc/systemd/system/sglang.service").sha256sum == unit_before
     assert release_of(host, "known-good") == new_release
     assert not any(secret in run.stdout for secret in SECRETS)
+    # The load was followed to its end and its time kept for the next load of this release; no report is left.
+    load_times = json.loads(host.file("/opt/specgate/load-times.json").content_string)
+    assert load_times[new_release] > 0
+    assert not host.file("/opt/specgate/.load-progress.json").exists
 
 
 def test_check_diff_shows_the_change_against_the_active_release_and_changes_nothing(host):
@@ -201,7 +206,9 @@ def test_rollback_playbook_restores_known_good_and_is_idempotent(host):
     assert release_of(host, "active") == known_good
     assert main_pid(host) != pid
     assert server_info()["speculative_num_draft_tokens"] == 16
+    assert "rolled back: serving known-good" in back.stdout
     again = run_playbook(INSTANCE, ROLLBACK)
     assert again.status == "successful", again.stdout[-3000:]
     assert again.changed_count() == 0
+    assert "already on known-good: checked it serves" in again.stdout
     assert main_pid(host) != pid

@@ -1,0 +1,62 @@
+"""A progress report a long-running module writes to a file while it works, for the play to print on each poll.
+
+An Ansible module cannot stream output: the job runs async, a thread here rewrites a small JSON report (with a
+human `line`) every few seconds, and the controller's specgate_follow_job action prints that line per poll.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+
+def format_duration(seconds: float) -> str:
+    seconds = round(seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
+
+
+def write_json_atomic(path: str, data: dict[str, Any]) -> None:
+    directory = os.path.dirname(path) or "."
+    fd, tmp = tempfile.mkstemp(prefix=".progress.", dir=directory)
+    with os.fdopen(fd, "w") as handle:
+        json.dump(data, handle)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+class ProgressWriter:
+    """Writes a progress report every `interval` seconds from a daemon thread until stopped."""
+
+    def __init__(self, path: str, measure: Callable[[], dict[str, Any]], interval: float = 2.0) -> None:
+        self._path = path
+        self._measure = measure
+        self._interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="specgate-progress", daemon=True)
+
+    def start(self) -> None:
+        self.write()
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=self._interval + 5)
+        self.write(final=True)
+
+    def write(self, final: bool = False) -> None:
+        report = self._measure()
+        report.update({"final": final, "updated_at": time.time()})
+        write_json_atomic(self._path, report)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            self.write()

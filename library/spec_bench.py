@@ -8,10 +8,12 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.specgate.common.progress import ProgressWriter
 from ansible.module_utils.specgate.gate.bench_client import BenchError
+from ansible.module_utils.specgate.gate.bench_progress import BenchProgress
 from ansible.module_utils.specgate.gate.bench_prompts import load_user_prompts
 from ansible.module_utils.specgate.gate.bench_report import bench_markdown
-from ansible.module_utils.specgate.gate.bench_runner import BenchSettings, run_benchmark, validate
+from ansible.module_utils.specgate.gate.bench_runner import BenchSettings, cell_count, run_benchmark, validate
 
 DOCUMENTATION = r"""
 ---
@@ -129,6 +131,11 @@ options:
   dest:
     description: Write the result JSON here and the markdown table beside it (C(.md)); nothing written if unset.
     type: path
+  progress_file:
+    description:
+      - Keep a progress report here while the benchmark runs (JSON with a human C(line) saying cell i of N, time so far and
+        time left for the cells) for a task following this one run async (specgate_follow_job). Removed at the end.
+    type: path
 """
 
 EXAMPLES = r"""
@@ -187,6 +194,7 @@ ARGUMENT_SPEC = {
     "crosscheck": {"type": "bool", "default": False},
     "crosscheck_python": {"type": "str", "default": ""},
     "dest": {"type": "path"},
+    "progress_file": {"type": "path"},
 }
 
 
@@ -235,7 +243,17 @@ def main() -> None:
         validate(settings)
         if module.check_mode:
             module.exit_json(changed=False, msg="check mode: settings valid, nothing sent to the server")
-        result = asyncio.run(run_benchmark(settings))
+        progress = BenchProgress(cell_count(settings), settings.runs)
+        progress_file = module.params["progress_file"]
+        writer = ProgressWriter(progress_file, progress.report) if progress_file else None
+        if writer is not None:
+            writer.start()
+        try:
+            result = asyncio.run(run_benchmark(settings, progress))
+        finally:
+            if writer is not None:
+                writer.stop()
+                os.unlink(progress_file)
     except (BenchError, ValueError) as exc:
         module.fail_json(msg=str(exc))
     # The eval is judged by spec_code_eval, which writes the whole markdown again.

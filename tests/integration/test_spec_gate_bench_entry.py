@@ -103,10 +103,15 @@ def test_baseline_is_stored_by_bench_and_judged_by_the_speedup_gate(tmp_path, ta
     model, drafter = target
     nospec = _sim(tmp_path, f"--model-path {model}")
     try:
-        run = run_play(tmp_path, "benchmark", nospec, "nospec", {"spec_gate_bench_store_baseline": True})
+        run = run_play(tmp_path, "benchmark", nospec, "nospec",
+                       {"spec_gate_bench_store_baseline": True, "spec_gate_bench_progress_interval": 0.2})
     finally:
         nospec.stop()
     assert run.status == "successful", run.failed_tasks()
+    # The benchmark is followed by one task that prints where it is on each poll; its report is gone at the end.
+    lines = [line.strip() for e in run.events for line in e.get("stdout", "").splitlines() if "] bench: " in line]
+    assert any(line.startswith("[localhost] bench: ") and " elapsed" in line for line in lines), lines
+    assert not (tmp_path / "cache" / "bench-progress.json").exists()
     assert json.loads((tmp_path / "reports" / "localhost" / "nospec" / "bench.json").read_text())["runs"]
     (baseline,) = (tmp_path / "opt" / "baselines").glob("*.json")
     stored = json.loads(baseline.read_text())

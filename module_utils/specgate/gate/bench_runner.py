@@ -25,6 +25,7 @@ from ansible.module_utils.specgate.gate.bench_cells import (
     summarize_sets,
 )
 from ansible.module_utils.specgate.gate.bench_client import GENERATION_TOKENS, BenchError, Client, RequestRecord
+from ansible.module_utils.specgate.gate.bench_progress import BenchProgress
 from ansible.module_utils.specgate.gate.bench_prompts import (
     BUILTIN_SETS,
     NATIVE_CONTEXT,
@@ -112,6 +113,12 @@ def validate(s: BenchSettings) -> None:
 
 def requests_for(s: BenchSettings, concurrency: int) -> int:
     return max(s.min_requests, concurrency * s.requests_per_concurrency)
+
+
+def cell_count(s: BenchSettings) -> int:
+    """Cells in the whole benchmark: every run covers prompt sets x contexts (the user set: its own) x concurrencies."""
+    per_run = sum(1 if name == USER_SET else len(s.contexts) for name in s.sets) * len(s.concurrency)
+    return per_run * s.runs
 
 
 def cell_label(set_name: str, context: str, context_tokens: int, concurrency: int) -> str:
@@ -237,11 +244,13 @@ def _server_summary(info: dict) -> dict:
     return {k: info.get(k) for k in keys if k in info}
 
 
-async def run_benchmark(s: BenchSettings) -> dict:
+async def run_benchmark(s: BenchSettings, progress: BenchProgress | None = None) -> dict:
     validate(s)
+    progress = progress or BenchProgress(cell_count(s), s.runs)
     async with Client(s.base_url, s.api_key, s.request_timeout_s) as client:
         info = await client.server_info()
         model = info.get("served_model_name") or info.get("model_path") or "default"
+        progress.step("sizing the prompts against the server's tokenizer")
         cpt = {
             name: await _during(f"sizing the prompts of set {name}", _calibrate(client, name, s.seed))
             for name in s.sets
@@ -250,6 +259,7 @@ async def run_benchmark(s: BenchSettings) -> dict:
         if s.warmup_requests:
             first = next(iter(cpt), USER_SET)
             warm = _prompts_for(s, first, s.contexts[0][1], s.warmup_requests, cpt=cpt.get(first, 4.0), offset=10**7)
+            progress.step("warm-up")
             await _during("warm-up", run_requests(client, warm, min(4, len(warm)), s))
         runs = []
         for run_no in range(1, s.runs + 1):
@@ -263,8 +273,10 @@ async def run_benchmark(s: BenchSettings) -> dict:
                         # Fresh prompts per run and cell: the prefix cache must not carry over between them.
                         offset = run_no * 10**5 + conc * 1000
                         prompts = _prompts_for(s, set_name, ctx_tokens, n, cpt=cpt.get(set_name, 4.0), offset=offset)
+                        where = f"run {run_no}, cell {cell_label(set_name, ctx_name, ctx_tokens, conc)}"
+                        progress.cell(f"run {run_no} of {s.runs}, {cell_label(set_name, ctx_name, ctx_tokens, conc)}")
                         cell = await _during(
-                            f"run {run_no}, cell {cell_label(set_name, ctx_name, ctx_tokens, conc)}",
+                            where,
                             run_cell(client, prompts, conc, s),
                         )
                         cells.append(
@@ -276,6 +288,9 @@ async def run_benchmark(s: BenchSettings) -> dict:
                                 **cell,
                             }
                         )
+            progress.cell_done()
+            if s.eval:
+                progress.step(f"run {run_no} of {s.runs}, coding eval")
             run = {
                 "run": run_no,
                 "started_at": started.isoformat(timespec="seconds"),
@@ -284,6 +299,7 @@ async def run_benchmark(s: BenchSettings) -> dict:
                 "eval": await _during(f"run {run_no}, coding eval", run_eval(client, model, s)) if s.eval else None,
             }
             if s.crosscheck and run_no == 1:
+                progress.step("SGLang's own benchmark on each context and concurrency (cross-check)")
                 run["crosscheck"] = [
                     await _during(
                         f"SGLang's benchmark on context {name} ({tokens} tokens), concurrency {conc}",

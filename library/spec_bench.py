@@ -133,8 +133,9 @@ options:
     type: path
   progress_file:
     description:
-      - Keep a progress report here while the benchmark runs (JSON with a human C(line) saying cell i of N, time so far and
-        time left for the cells) for a task following this one run async (specgate_follow_job). Removed at the end.
+      - Keep a progress report here while the benchmark runs (JSON with a human C(line) saying cell i of N, time
+        so far and time left for the cells) for a task following this one run async (specgate_follow_job).
+        Removed at the end.
     type: path
 """
 

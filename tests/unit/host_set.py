@@ -25,6 +25,7 @@ CONTROLLER_ONLY = {
     "test_spec_gate_accept_ceiling": "a filter plugin: controller-side, judged in the settings check",
     "test_shipped_configs": "validates configs/, which the controller renders",
     "test_sglang_flags_contract": "reads roles/ YAML",
+    "test_troubleshooting": "scripts/gen_troubleshooting.py reads roles/ YAML and the docs on the controller",
     "test_variable_names": "a filter plugin: controller-side, judged by preflight on the controller",
 }
 

@@ -102,3 +102,23 @@ def test_a_misspelled_preflight_variable_is_refused_with_the_declared_name(tmp_p
     run = run_role(tmp_path, "preflight", {**CT200, "preflight_expect_gpus": False, "preflight_min_ram_gb": 1})
     task, _res = refused(run, "preflight_min_ram_gb: did you mean preflight_min_ram_gib?")
     assert task.startswith("Refuse preflight variables")
+
+
+def test_a_token_given_with_minus_e_gets_a_warning_pointing_to_vault_and_one_from_vars_does_not(tmp_path):
+    nvidia_smi = fake_nvidia_smi(tmp_path, "ct200_sm120_pcie")
+    token = "hf_specgate_command_line_token"
+    base = {**CT200, "preflight_nvidia_smi": str(nvidia_smi)}
+
+    def warnings(run):
+        return [w for e in run.events if e.get("event") == "runner_on_ok"
+                for w in e["event_data"].get("res", {}).get("warnings", [])]
+
+    on_argv = run_role(tmp_path / "argv", "preflight", base, cmdline=f"-e model_weights_hf_token={token}")
+    assert on_argv.status == "successful", on_argv.failed_tasks()
+    (warning,) = [w for w in warnings(on_argv) if "command line" in w]
+    assert warning.startswith("model_weights_hf_token came on the command line (-e)")
+    assert "vault" in warning
+    assert token not in warning
+    from_file = run_role(tmp_path / "file", "preflight", {**base, "model_weights_hf_token": token})
+    assert from_file.status == "successful", from_file.failed_tasks()
+    assert not [w for w in warnings(from_file) if "command line" in w]

@@ -75,7 +75,7 @@ def main() -> int:
             return 2
         if i == 0:
             continue
-        start = run.results("Start the server and wait")
+        start = run.results("Follow the engine load")
         stop = run.results("Stop the running server")
         if not start or not stop:
             print("the run did not restart the server: nothing to measure", file=sys.stderr)

@@ -17,6 +17,7 @@ UNIT = Path(__file__).resolve().parent
 CONTROLLER_ONLY = {
     "test_debian_mirror": "scripts/debian_mirror.py runs on the controller",
     "test_install_collections": "scripts/install_collections.py runs on the controller",
+    "test_readme_commands": "reads README.md and the tests' registry on the controller",
     "test_role_contracts": "reads roles/ YAML",
     "test_sglang_config_filter": "a filter plugin: controller-side, needs ansible.errors",
     "test_sglang_release_filters": "a filter plugin: controller-side, needs ansible.errors",

@@ -58,8 +58,8 @@ def check_gpus(dep: Deployment, gpu: dict[str, Any]) -> list[Problem]:
                 "specgate_gpu",
                 f"the host mixes GPU models {sorted(set(gpu['names']))} "
                 f"(compute capability {gpu.get('compute_capability')}); one arch per deployment.",
-                "limit the host to one GPU model (CUDA_VISIBLE_DEVICES in the service environment) "
-                "or use another host.",
+                "deploy on a host with one GPU model: the check reads every GPU nvidia-smi lists, so hiding some "
+                "from the engine (CUDA_VISIBLE_DEVICES) does not make the host uniform.",
             )
         )
     elif gpu.get("arch") is None:

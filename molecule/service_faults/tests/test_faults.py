@@ -185,7 +185,7 @@ def test_a_candidate_that_never_becomes_healthy_is_abandoned_at_the_load_timeout
 def test_refused_connections_while_loading_are_waited_through(host, serving):
     run = deploy({"SPECGATE_SIM_FAULT_REFUSE_SECONDS": "2"})
     assert run.status == "successful", run.stdout[-3000:]
-    started = run.results("Start the server and wait")
+    started = run.results("Follow the engine load")
     assert started, "the candidate was never started"
     assert started[-1]["ready"]["connection_errors"] > 0, "the sim never refused: the test proves nothing"
     assert release_of(host, "active") != serving

@@ -14,10 +14,13 @@ import contextlib
 import logging
 import math
 import random
+import time
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
+from specgate_sim import loads
+from specgate_sim.loads import LoadSnapshot
 from specgate_sim.metrics import Metrics
 from specgate_sim.specmodel import (
     AcceptanceParams,
@@ -36,6 +39,11 @@ log = logging.getLogger("sglang.srt.managers.scheduler")
 
 KV_CAPACITY_TOKENS = 1_000_000
 THROUGHPUT_WINDOW_STEPS = 40
+# sglang 0.5.23 srt/arg_groups/fields/observability.py: load_snapshot_publish_interval = 15 ("Publish load snapshot
+# to shared memory every N decode iterations. Prefill and idle always publish immediately.")
+LOAD_SNAPSHOT_PUBLISH_INTERVAL = 15
+# srt/managers/scheduler.py::STEP_MAX_US: a longer decode step is left out of the decode moments
+STEP_MAX_US = 2_000_000
 
 
 @dataclass
@@ -114,17 +122,24 @@ class Stats:
     decode_batches: int = 0
     accept_tokens: int = 0  # this interval's (spec_num_accept_tokens)
     verify_ct: int = 0  # spec_num_forward_ct
+    correct_drafts: int = 0  # spec_num_correct_drafts
     total_accept_tokens: int = 0  # spec_total_num_accept_tokens
     total_verify_ct: int = 0  # spec_total_num_forward_ct
+    accept_rate: float = 0.0  # stats.spec_accept_rate: the last folded interval's correct / proposed drafts
 
-    def decode_batch(self, accept_tokens: int, verify_ct: int, speculative: bool) -> None:
+    def decode_batch(
+        self, accept_tokens: int, verify_ct: int, speculative: bool, correct_drafts: int = 0, draft_per_round: int = 0
+    ) -> None:
         self.accept_tokens += accept_tokens
         self.verify_ct += verify_ct
+        self.correct_drafts += correct_drafts
         self.decode_batches = (self.decode_batches + 1) % (1 << 30)
         if speculative and self.decode_batches % self.interval == 0:
+            proposed = self.verify_ct * draft_per_round
+            self.accept_rate = self.correct_drafts / proposed if proposed > 0 else 0.0
             self.total_accept_tokens += self.accept_tokens
             self.total_verify_ct += self.verify_ct
-            self.accept_tokens = self.verify_ct = 0
+            self.accept_tokens = self.verify_ct = self.correct_drafts = 0
 
     @property
     def avg_accept_length(self) -> float | None:
@@ -164,6 +179,14 @@ class Engine:
         self._task: asyncio.Task[None] | None = None
         self._trees: dict[tuple[str, int], tuple[list[float], Tree]] = {}
         self._recent: deque[Window] = deque(maxlen=THROUGHPUT_WINDOW_STEPS)
+        # what /v1/loads reads (loads.py): the last published snapshot; until the scheduler publishes one, the
+        # empty slot ShmLoadSnapshotWriter writes when it is created
+        self.load = LoadSnapshot()
+        self._publish_counter = 0
+        # scheduler.py's cumulative counters (total_prefill_*, decode_moment_totals), in simulated time
+        self.total_prefill_uncached_tokens = 0
+        self.total_prefill_busy_us = 0
+        self.decode_moment_totals = [0.0] * 6
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._loop())
@@ -224,6 +247,8 @@ class Engine:
         while True:
             self.running = [j for j in self.running if not j.cancelled]
             if not self.waiting and not self.running:
+                # scheduler.py::on_idle: the fully-idle publish is forced, so the busy -> idle edge shows at once
+                self.publish_load(force=True)
                 self._wake.clear()
                 await self._wake.wait()
                 continue
@@ -236,16 +261,17 @@ class Engine:
             if not job.cancelled:
                 admitted.append(job)
         decoding = list(self.running)
-        ms = 0.0
+        decode_ms = prefill_part_ms = 0.0
         trees = {id(j): self._tree(j.kind, j.prompt_tokens + j.emitted) for j in decoding}
         if decoding:
             tokens = sum(verify_tokens(self.spec, trees[id(j)][1]) for j in decoding)
             mean_ctx = sum(j.prompt_tokens + j.emitted for j in decoding) / len(decoding)
-            ms += batch_step_ms(self.spec, tokens, len(decoding), mean_ctx, self.lat) * self.cuda_graph_factor
+            decode_ms = batch_step_ms(self.spec, tokens, len(decoding), mean_ctx, self.lat) * self.cuda_graph_factor
         if admitted:
-            ms += sum(prefill_ms(j.prompt_tokens, self.lat) for j in admitted)
+            prefill_part_ms = sum(prefill_ms(j.prompt_tokens, self.lat) for j in admitted)
             if not decoding:
-                ms += batch_step_ms(SpecConfig(), len(admitted), len(admitted), 0.0, self.lat)
+                prefill_part_ms += batch_step_ms(SpecConfig(), len(admitted), len(admitted), 0.0, self.lat)
+        ms = decode_ms + prefill_part_ms
         await asyncio.sleep(ms / 1000.0 * self.time_scale)
         self.clock_ns += round(ms * 1_000_000)
 
@@ -270,7 +296,17 @@ class Engine:
             produced += n
             self._emit(job, n)
         if decoding:  # a decode batch (the admitted requests' prefill is not one)
-            self.stats.decode_batch(accepted, verifies, self.spec.enabled)
+            draft_per_round = (self.num_draft_tokens or 1) - 1
+            self.stats.decode_batch(accepted, verifies, self.spec.enabled, correct, draft_per_round)
+            # scheduler.py::_accumulate_decode_moment(batch size, step µs, tokens generated)
+            step_us = round(decode_ms * 1000)
+            if 0 < step_us < STEP_MAX_US:
+                b, t = float(len(decoding)), float(step_us)
+                for i, value in enumerate((1.0, b, t, b * b, b * t, float(produced))):
+                    self.decode_moment_totals[i] += value
+        if admitted:  # scheduler.py: a prefill batch adds its busy time and its uncached tokens
+            self.total_prefill_busy_us += round(prefill_part_ms * 1000)
+            self.total_prefill_uncached_tokens += sum(j.prompt_tokens for j in admitted)
         for job in admitted:
             produced += 1
             self._emit(job, 1)
@@ -278,6 +314,8 @@ class Engine:
                 self.running.append(job)
         self.running = [j for j in self.running if not j.done and not j.cancelled]
         self._recent.append(Window(ms / 1000.0, produced, accepted, verifies, correct, proposed))
+        # scheduler.py::process_batch_result: publish_load_snapshot(force=batch.forward_mode.is_extend())
+        self.publish_load(force=bool(admitted))
         self._publish()
 
     def _rng(self, job: Job) -> random.Random:
@@ -306,8 +344,60 @@ class Engine:
                 )
         job.queue.put_nowait(job.emitted)
 
+    def publish_load(self, *, force: bool) -> None:
+        """sglang 0.5.23 srt/managers/scheduler.py::publish_load_snapshot: prefill and idle publish at once, decode
+        every LOAD_SNAPSHOT_PUBLISH_INTERVAL-th batch. /metrics' sglang:num_running_reqs and sglang:num_queue_reqs
+        are set from the same snapshot, so the two never disagree."""
+        if not force:
+            self._publish_counter += 1
+            if self._publish_counter < LOAD_SNAPSHOT_PUBLISH_INTERVAL:
+                return
+        self._publish_counter = 0
+        self.load = self.snapshot()
+        if self.metrics:
+            self.metrics.load(running=self.load.num_running_reqs, queued=self.load.num_waiting_reqs)
+
+    def snapshot(self) -> LoadSnapshot:
+        """srt/managers/scheduler_components/load_inquirer.py::SchedulerLoadInquirer.get_loads, for one scheduler
+        with no prefix cache (cache_hit_rate 0: every waiting token is uncached), no PD disaggregation and no LoRA."""
+        running = [j for j in self.running if not j.cancelled and not j.done]
+        waiting = [j for j in self.waiting if not j.cancelled]
+        used = sum(j.prompt_tokens + j.emitted for j in running)  # KV tokens held by the running batch
+        pending = sum(j.prompt_tokens for j in waiting)  # req.seqlen of the waiting queue
+        speculative = None
+        if self.spec.enabled and self.stats.total_verify_ct > 0:
+            speculative = {
+                "accept_length": self.stats.total_accept_tokens / self.stats.total_verify_ct,
+                "accept_rate": self.stats.accept_rate,
+            }
+        totals = self.decode_moment_totals
+        return LoadSnapshot(
+            timestamp=time.time(),
+            dp_rank=0,
+            num_running_reqs=len(running),
+            num_waiting_reqs=len(waiting),
+            num_waiting_uncached_tokens=pending,
+            num_used_tokens=used,
+            num_total_tokens=used + pending,
+            num_active_tokens=used + pending,
+            num_prealloc_ready_tokens=0,
+            max_total_num_tokens=KV_CAPACITY_TOKENS,
+            max_running_requests=self.max_running,
+            token_usage=round(min(used / KV_CAPACITY_TOKENS, 1.0), 4),
+            gen_throughput=round(self.last_gen_throughput, 2),
+            cache_hit_rate=0.0,
+            utilization=0.0,  # metrics_reporter.py::_calculate_utilization: stuck at 0 in 0.5.23 (its own TODO)
+            total_prefill_uncached_tokens=self.total_prefill_uncached_tokens,
+            total_prefill_busy_us=self.total_prefill_busy_us,
+            decode_moments=list(totals) if totals[0] > 0 else None,
+            speculative=speculative,
+            disaggregation=loads.disaggregation_null(),
+            queues=loads.queues(len(waiting)),
+        )
+
     def _publish(self) -> None:
-        """Scheduler gauges over the last steps, as SGLang logs them per interval."""
+        """Scheduler gauges over the last steps, as SGLang logs them per interval (the request counts come from
+        the load snapshot: publish_load)."""
         if not self.metrics:
             return
         accepted = sum(w.accepted for w in self._recent)
@@ -316,8 +406,6 @@ class Engine:
         proposed = sum(w.proposed for w in self._recent)
         used = sum(j.prompt_tokens + j.emitted for j in self.running)
         self.metrics.scheduler(
-            running=len(self.running),
-            queued=len(self.waiting),
             token_usage=min(used / KV_CAPACITY_TOKENS, 1.0),
             gen_throughput=self.last_gen_throughput,
             accept_length=accepted / verifies if verifies else None,

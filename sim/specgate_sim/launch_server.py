@@ -19,6 +19,7 @@ import signal
 import sys
 
 from aiohttp import web
+from aiohttp.http_exceptions import BadHttpMessage
 
 from specgate_sim import args as sgl_args
 from specgate_sim import simenv
@@ -29,6 +30,10 @@ from specgate_sim.resolve import ResolveError, resolve
 from specgate_sim.server import ServerState, build_app
 from specgate_sim.specmodel import PROFILES
 from specgate_sim.tokenization import ModelTokenizer
+
+# /v1/loads "accelerator" (sglang 0.5.23 srt/utils/common.py::get_device_name → torch.cuda.get_device_name) of each
+# host profile, as the GPU fixtures under tests/ show the cards' names
+ACCELERATOR_NAMES = {"ct200": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "b300": "NVIDIA B300 SXM6 AC"}
 
 log = logging.getLogger("sglang.srt.entrypoints.http_server")
 engine_log = logging.getLogger("sglang.srt.entrypoints.engine")
@@ -42,7 +47,20 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.75 GiB. (specgat
 """
 
 
+class _InvalidHttpRequest(logging.Filter):
+    """uvicorn, SGLang's HTTP server, meets bytes that are not HTTP/1.1 with one warning line ("Invalid HTTP request
+    received.", uvicorn/protocols/http/*_impl.py) and a 400; aiohttp would log a traceback. sglang-router 0.3.2 sends
+    such bytes on every worker registration: its gRPC health checks (HTTP/2) try the worker's HTTP port too."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], BadHttpMessage):
+            record.msg, record.args, record.exc_info, record.exc_text = "Invalid HTTP request received.", (), None, None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
 def _log_setup(level: str) -> None:
+    logging.getLogger("aiohttp.server").addFilter(_InvalidHttpRequest())
     # sglang 0.5.23: srt/utils/common.py::configure_logger — a JSON dictConfig named by
     # SGLANG_LOGGING_CONFIG_PATH replaces the default setup (a missing file is an error), else basicConfig.
     config_path = os.environ.get("SGLANG_LOGGING_CONFIG_PATH")
@@ -198,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
     # srt/managers/tokenizer_manager.py: the tokenizer is loaded from tokenizer_path at startup
     tokenizer = ModelTokenizer.load(resolved.args["tokenizer_path"])
     state = ServerState(resolved, engine, metrics, quality, launch, tokenizer)
+    if str(resolved.args["device"]).startswith("cuda"):  # get_device_name answers None off CUDA (no torch.cuda)
+        state.accelerator = ACCELERATOR_NAMES[sim.profile]
     return asyncio.run(serve(state, sim))
 
 

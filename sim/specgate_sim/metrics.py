@@ -1,10 +1,20 @@
-"""Prometheus metrics with SGLang 0.5.23's names, labels and buckets
-(sglang 0.5.23: srt/observability/metrics_collector.py). Times are simulated seconds."""
+"""Prometheus metrics with SGLang 0.5.23's names, help texts, labels and buckets
+(sglang 0.5.23: srt/observability/metrics_collector.py). Times are simulated seconds.
+
+Exposition as SGLang's: srt/utils/common.py::add_prometheus_middleware serves a CollectorRegistry holding only
+prometheus_client's multiprocess.MultiProcessCollector, so every family carries its ``# HELP`` (the metric's
+documentation) and ``# TYPE`` lines, no ``_created`` samples are written, and a labelled metric that has no child
+yet is left out altogether. The sim keeps one in-process registry and renders it through the same filter.
+"""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+import copy
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Metric, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.registry import Collector
 
 # metrics_collector.py::TokenizerMetricsCollector default buckets
 TTFT_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400)
@@ -13,8 +23,26 @@ ITL_BUCKETS = (
     0.100, 0.200, 0.400, 0.600, 0.800, 1.000, 2.000, 4.000, 6.000, 8.000,
 )  # fmt: skip
 E2E_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400, 600, 1200, 1800, 2400)
+# metrics_collector.py::TokenizerMetricsCollector.get_loads_duration_seconds
+GET_LOADS_BUCKETS = (0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0)
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+
+class _MultiProcessView(Collector):
+    """The families of ``registry`` as prometheus_client's MultiProcessCollector exposes them: without the
+    ``_created`` samples (multiprocess mode keeps none) and without families that have no sample yet."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+
+    def collect(self) -> Iterator[Metric]:
+        for family in self.registry.collect():
+            samples = [s for s in family.samples if not s.name.endswith("_created")]
+            if samples:
+                shown = copy.copy(family)
+                shown.samples = samples
+                yield shown
 
 
 class Metrics:
@@ -36,11 +64,15 @@ class Metrics:
         self.gen_throughput = gauge("sglang:gen_throughput", "The generation throughput (token/s).")
         self.token_usage = gauge("sglang:token_usage", "The token usage.")
         self.spec_accept_length = gauge(
-            "sglang:spec_accept_length", "The average acceptance length of speculative decoding."
+            "sglang:spec_accept_length",
+            "Mean acceptance length of speculative decoding (accepted drafts + bonus token per forward).",
         )
-        self.spec_accept_rate = gauge("sglang:spec_accept_rate", "The average acceptance rate of speculative decoding.")
+        self.spec_accept_rate = gauge(
+            "sglang:spec_accept_rate", "Speculative acceptance rate (`accepted drafts / proposed drafts` in batch)."
+        )
         self.spec_num_draft_tokens = gauge(
-            "sglang:spec_num_draft_tokens", "The number of draft tokens per verify step."
+            "sglang:spec_num_draft_tokens",
+            "Currently active speculative_num_draft_tokens (decouples from steps under topk>1).",
         )
         # TokenizerMetricsCollector
         self.prompt_tokens_total = Counter(
@@ -79,15 +111,27 @@ class Metrics:
             buckets=E2E_BUCKETS,
             registry=r,
         )
+        self.get_loads_duration = Histogram(
+            "sglang:get_loads_duration_seconds",
+            "Time spent serving /v1/loads requests (seconds).",
+            tok,
+            buckets=GET_LOADS_BUCKETS,
+            registry=r,
+        )
+        self._exposed = CollectorRegistry(auto_describe=False)
+        self._exposed.register(_MultiProcessView(r))
 
     def _stream(self, streaming: bool) -> dict[str, str]:
         return {**self.tok_labels, "is_streaming": "true" if streaming else "false"}
 
+    def load(self, *, running: int, queued: int) -> None:
+        """The request counts of the load snapshot the engine just published (engine.py::Engine.publish_load)."""
+        self.num_running_reqs.labels(**self.sched_labels).set(running)
+        self.num_queue_reqs.labels(**self.sched_labels).set(queued)
+
     def scheduler(
         self,
         *,
-        running: int,
-        queued: int,
         token_usage: float,
         gen_throughput: float,
         accept_length: float | None,
@@ -95,8 +139,6 @@ class Metrics:
         draft_tokens: int | None,
     ) -> None:
         labels = self.sched_labels
-        self.num_running_reqs.labels(**labels).set(running)
-        self.num_queue_reqs.labels(**labels).set(queued)
         self.token_usage.labels(**labels).set(token_usage)
         self.gen_throughput.labels(**labels).set(gen_throughput)
         if accept_length is not None:
@@ -123,5 +165,9 @@ class Metrics:
         if verify_ct > 0:
             self.spec_verify_calls_total.labels(**self.tok_labels).inc(verify_ct)
 
+    def loads_served(self, seconds: float) -> None:
+        # v1_loads.py::get_loads observes it (wall seconds) once the snapshots are read
+        self.get_loads_duration.labels(**self.tok_labels).observe(seconds)
+
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        return generate_latest(self._exposed)

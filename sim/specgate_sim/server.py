@@ -6,16 +6,18 @@ Each handler names the wheel file and function it mirrors (paths inside the sgla
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 from aiohttp import web
 
-from specgate_sim import SGLANG_VERSION
+from specgate_sim import SGLANG_VERSION, loads
 from specgate_sim.engine import Engine, Job
 from specgate_sim.metrics import CONTENT_TYPE, Metrics
 from specgate_sim.planning import DEFAULT_MAX_NEW_TOKENS, TOY, Quality, chat_prompt, plan
@@ -37,6 +39,7 @@ class ServerState:
     launch_command: str
     tokenizer: ModelTokenizer = TOY  # the served model's (tokenization.py); the toy rule when it has none
     phase: str = "starting"  # starting -> up; "shutting_down" once SIGTERM arrives
+    accelerator: str | None = None  # torch.cuda.get_device_name() of the simulated host (launch_server.py)
     startup_time: float = field(default_factory=time.time)
 
     @property
@@ -208,6 +211,91 @@ async def metrics(request: web.Request) -> web.Response:
     if state.metrics is None:
         raise web.HTTPNotFound()
     return web.Response(body=state.metrics.render(), headers={"Content-Type": CONTENT_TYPE})
+
+
+# sglang 0.5.23: FastAPI parses an Optional[int] query parameter with pydantic's lax int: surrounding space, a sign,
+# digit underscores and a zero fraction ("1.0") pass; anything else is a validation error
+_LAX_INT = re.compile(r"[+-]?\d+(_\d+)*(\.0+)?")
+
+
+def _query_int(request: web.Request, name: str) -> tuple[int | None, web.Response | None]:
+    values = request.query.getall(name, [])
+    if not values:
+        return None, None
+    raw = values[-1]  # starlette's QueryParams keeps the last of repeated keys
+    if _LAX_INT.fullmatch(raw.strip()):
+        return int(raw.strip().split(".")[0].replace("_", "")), None
+    # http_server.py::validation_exception_handler: FastAPI's 422 becomes the legacy 400 ErrorResponse, its message
+    # str(RequestValidationError) then str(exc.errors()) (the endpoint's file and line as FastAPI names them)
+    error = {
+        "type": "int_parsing",
+        "loc": ("query", name),
+        "msg": "Input should be a valid integer, unable to parse string as an integer",
+        "input": raw,
+    }
+    message = (
+        f"1 validation error:\n  {error!r}\n\n"
+        f'  File "sglang/srt/entrypoints/v1_loads.py", line 96, in get_loads\n'
+        f"    GET {request.path} {[error]!r}"
+    )
+    return None, _error(message)
+
+
+def _query_str(request: web.Request, name: str) -> str | None:
+    values = request.query.getall(name, [])
+    return values[-1] if values else None
+
+
+async def v1_loads(request: web.Request) -> web.Response:
+    """sglang 0.5.23 srt/entrypoints/v1_loads.py::get_loads — the scheduler's last published load snapshot per DP
+    rank (tokenizer_control_mixin.py::get_loads; engine.py::Engine.publish_load), answered in every phase in which
+    the port is bound. Query: ``dp_rank`` (another rank than 0..num_dp_ranks-1 → ``loads: []``), ``include``
+    (comma-separated core, memory, spec, lora, disagg, queues, all; default all), ``format=prometheus``."""
+    state = request.app[STATE]
+    dp_rank, refused = _query_int(request, "dp_rank")
+    if refused is not None:
+        return refused
+    include_raw, fmt = _query_str(request, "include"), _query_str(request, "format")
+    include_list = [s.strip() for s in include_raw.split(",")] if include_raw else None
+    start = time.perf_counter()
+    # One simulated scheduler: every request is on DP rank 0; further ranks (dp_size x attn_dp_size > 1) publish
+    # idle snapshots of the same moment.
+    current = state.engine.load
+    ranks = [current]
+    for rank in range(1, loads.num_dp_ranks(state.args)):
+        ranks.append(
+            loads.LoadSnapshot(
+                timestamp=current.timestamp,
+                dp_rank=rank,
+                max_total_num_tokens=current.max_total_num_tokens,
+                max_running_requests=current.max_running_requests,
+                disaggregation=current.disaggregation,
+                queues=None if current.queues is None else loads.queues(0),
+            )
+        )
+    if dp_rank is not None:
+        ranks = [r for r in ranks if r.dp_rank == dp_rank]
+    if state.metrics is not None:
+        state.metrics.loads_served(time.perf_counter() - start)
+    include_set = set(include_list) if include_list else None
+    try:
+        if fmt == "prometheus":
+            text = loads.format_prometheus(ranks, include_set)
+            return web.Response(body=text.encode(), headers={"Content-Type": loads.PROMETHEUS_CONTENT_TYPE})
+        body = [r.to_dict(include_set) for r in ranks]
+    except ValueError:
+        # LoadSnapshot.to_dict raises outside the handler's try (which only wraps tokenizer_manager.get_loads):
+        # an unknown section is starlette's plain 500, unless no load was there to render
+        return web.Response(status=500, text="Internal Server Error")
+    return web.json_response(
+        {
+            "timestamp": datetime.now(timezone.utc).isoformat(),
+            "version": SGLANG_VERSION,
+            "accelerator": state.accelerator,
+            "num_accelerators": loads.num_accelerators(state.args),
+            "loads": body,
+        }
+    )
 
 
 # ---------------------------------------------------------------- generation
@@ -495,6 +583,7 @@ def build_app(state: ServerState) -> web.Application:
     app.router.add_route("GET", "/flush_cache", flush_cache)
     app.router.add_route("POST", "/flush_cache", flush_cache)
     app.router.add_get("/metrics", metrics)
+    app.router.add_get("/v1/loads", v1_loads)
     app.router.add_route("POST", "/generate", generate)
     app.router.add_route("PUT", "/generate", generate)
     app.router.add_post("/v1/completions", openai_completions)

@@ -6,6 +6,7 @@ import asyncio
 import itertools
 
 from specgate_sim.engine import Engine, Job
+from specgate_sim.loads import LoadSnapshot
 from specgate_sim.metrics import Metrics
 from specgate_sim.specmodel import SpecConfig
 
@@ -156,3 +157,56 @@ def test_a_request_takes_the_same_simulated_time_whatever_the_engine_served_befo
         assert engine.clock > fresh.e2e_seconds
         assert (again.e2e_seconds, again.ttft_seconds) == (
             fresh.e2e_seconds, fresh.ttft_seconds), served_before
+
+
+def test_the_load_snapshot_is_published_on_prefill_every_15th_decode_batch_and_when_idle() -> None:
+    # sglang 0.5.23 scheduler.py::publish_load_snapshot with load_snapshot_publish_interval 15
+    engine = _engine()
+    published: list[LoadSnapshot] = []
+    snapshot = engine.snapshot
+
+    def counting() -> LoadSnapshot:
+        published.append(snapshot())
+        return published[-1]
+
+    engine.snapshot = counting  # type: ignore[method-assign]
+    job = _job(1, n=400)
+    asyncio.run(_run(engine, [job]))
+    # idle at start, the prefill step, every 15th of the decode batches (one verify each), the idle edge
+    assert len(published) == 1 + 1 + job.verify_ct // 15 + 1
+    assert (published[0].num_running_reqs, published[0].timestamp > 0) == (0, True)
+    assert (published[1].num_running_reqs, published[1].num_used_tokens) == (1, 201)
+    assert engine.load is published[-1]
+    assert (engine.load.num_running_reqs, engine.load.num_waiting_reqs, engine.load.num_total_tokens) == (0, 0, 0)
+
+
+def test_the_load_snapshot_counts_queues_and_work_and_metrics_agree_with_it() -> None:
+    metrics = Metrics("m")
+    engine = Engine(DDTREE, max_running=2, time_scale=0.0, num_draft_tokens=9, metrics=metrics, decode_log_interval=1)
+    published: list[LoadSnapshot] = []
+    snapshot = engine.snapshot
+
+    def counting() -> LoadSnapshot:
+        published.append(snapshot())
+        return published[-1]
+
+    engine.snapshot = counting  # type: ignore[method-assign]
+    jobs = [_job(s, n=60) for s in range(3)]
+    asyncio.run(_run(engine, jobs))
+    assert max((s.num_running_reqs, s.num_waiting_reqs) for s in published) == (2, 1)
+    busy = next(s for s in published if s.num_waiting_reqs)
+    assert busy.num_waiting_uncached_tokens == busy.num_total_tokens - busy.num_used_tokens == 200
+    assert busy.queues == {"waiting": 1, "grammar": 0, "paused": 0, "retracted": 0, "prealloc_ready": 0}
+    final = engine.load
+    assert (final.total_prefill_uncached_tokens, final.max_running_requests) == (600, 2)
+    assert final.decode_moments is not None
+    count, batch, _, _, _, generated = final.decode_moments
+    assert count == engine.stats.decode_batches
+    assert batch == sum(j.verify_ct for j in jobs)  # every request in a decode batch verifies once
+    assert generated == 3 * 59  # the first token of each comes from its prefill
+    assert final.speculative is not None
+    assert final.speculative["accept_length"] == engine.stats.avg_accept_length
+    labels = '{engine_type="unified",model_name="m",moe_ep_rank="0",pp_rank="0",tp_rank="0"}'
+    text = metrics.render().decode()
+    assert f"sglang:num_running_reqs{labels} 0.0" in text
+    assert f"sglang:num_queue_reqs{labels} 0.0" in text

@@ -62,6 +62,7 @@ STAGES = [
     ("sglang_service", "sglang_service"),
     ("spec_gate", "spec_gate"),
     ("spec_sweep", "spec_sweep"),
+    ("sglang_router", "sglang_router (replicas behind the router)"),
     ("locks_rollback", "Locks and rollback"),
     ("playbooks", "Demo and controller playbooks"),
 ]
@@ -76,6 +77,7 @@ PACKAGE_STAGE = {
     "service": "sglang_service",
     "gate": "spec_gate",
     "sweep": "spec_sweep",
+    "fleet": "sglang_router",
 }
 # Files whose messages belong to another stage than their folder says.
 FILE_STAGE = {

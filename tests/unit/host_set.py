@@ -16,6 +16,7 @@ UNIT = Path(__file__).resolve().parent
 # `pytestmark = pytest.mark.host` (alone or in a list); test_host_code.py holds both to that.
 CONTROLLER_ONLY = {
     "test_debian_mirror": "scripts/debian_mirror.py runs on the controller",
+    "test_fleet_module_docs": "runs the controller's ansible-doc",
     "test_install_collections": "scripts/install_collections.py runs on the controller",
     "test_readme_commands": "reads README.md and the tests' registry on the controller",
     "test_role_contracts": "reads roles/ YAML",

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.host
 ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = sorted((ROOT / "library").glob("*.py"))
 MODULE_UTILS = sorted((ROOT / "module_utils" / "specgate").rglob("*.py"))
-STAGE_PACKAGES = ["common", "cuda", "env", "gate", "preflight", "service", "sweep", "weights"]
+STAGE_PACKAGES = ["common", "cuda", "env", "fleet", "gate", "preflight", "service", "sweep", "weights"]
 
 
 def _dotted(path: Path) -> str:

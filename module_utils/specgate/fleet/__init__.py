@@ -1,0 +1,1 @@
+"""sglang_router: replicas behind sglang-router - its worker API, the min-healthy guard, draining a worker."""

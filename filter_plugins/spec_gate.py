@@ -117,11 +117,26 @@ def spec_gate_pointer_id(stat: dict[str, Any]) -> str:
     return Path(str(stat.get("lnk_target") or stat.get("lnk_source") or "")).name
 
 
+def spec_gate_metric_means(metrics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`{{ analysis.metrics | spec_gate_metric_means }}` → each metric's name, condition, phase and measured mean:
+    the numbers a fleet report shows beside a host's verdict."""
+    return [
+        {
+            "name": m.get("name"),
+            "success_condition": m.get("success_condition"),
+            "phase": m.get("phase"),
+            "mean": (m.get("interval") or {}).get("mean"),
+        }
+        for m in metrics or []
+    ]
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
             "spec_gate_bench_refusal": spec_gate_bench_refusal,
             "spec_gate_accept_ceiling": spec_gate_accept_ceiling,
             "spec_gate_pointer_id": spec_gate_pointer_id,
+            "spec_gate_metric_means": spec_gate_metric_means,
         }
 

@@ -63,6 +63,7 @@ STAGES = [
     ("spec_gate", "spec_gate"),
     ("spec_sweep", "spec_sweep"),
     ("sglang_router", "sglang_router (replicas behind the router)"),
+    ("fleet_rollout", "fleet_rollout (canary, batches, the fleet report)"),
     ("locks_rollback", "Locks and rollback"),
     ("playbooks", "Demo and controller playbooks"),
 ]
@@ -97,6 +98,8 @@ FILE_STAGE = {
     "filter_plugins/sglang_release.py": "sglang_service",
     "filter_plugins/spec_gate.py": "spec_gate",
     "filter_plugins/spec_sweep.py": "spec_sweep",
+    "filter_plugins/fleet_rollout.py": "fleet_rollout",
+    "module_utils/specgate/fleet/rollout.py": "fleet_rollout",
     "module_utils/specgate/service/sglang_crosscheck.py": "spec_gate",
     "library/specgate_follow_job.py": "any_stage",
     "action_plugins/specgate_follow_job.py": "any_stage",

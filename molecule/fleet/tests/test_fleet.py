@@ -60,8 +60,9 @@ def wait_router_healthy(deadline_s: float = 90) -> dict[str, bool]:
     return workers
 
 
-def rollout(tmp_path: Path, extravars: dict) -> ansible_runner.Runner:
+def rollout(tmp_path: Path, extravars: dict, event_handler=None) -> ansible_runner.Runner:
     return ansible_runner.run(
+        event_handler=event_handler,
         private_data_dir=str(tmp_path),
         project_dir=str(PROJECT),
         playbook=str(PROJECT / "deploy.yml"),
@@ -159,7 +160,9 @@ def test_converged_fleet_serves_behind_a_ready_router() -> None:
 def test_a_passing_configuration_reaches_the_fleet_one_batch_at_a_time_without_a_failed_request(tmp_path) -> None:
     before, known = reports(), releases()
     with Client() as client:
-        run = rollout(tmp_path, {"sglang_service_extra_env": {**SIM_ENV, "SPECGATE_SIM_SEED": "11"}})
+        # A bake too: each replica becomes known-good only after the client's live traffic proved it.
+        run = rollout(tmp_path, {"sglang_service_extra_env": {**SIM_ENV, "SPECGATE_SIM_SEED": "11"},
+                                 "fleet_rollout_bake_seconds": 15, "fleet_rollout_bake_interval": 3})
         time.sleep(3)  # requests keep flowing after the last replica is back
     assert run.status == "successful", failure_messages(run)
     assert client.failed == [], client.failed[:5]
@@ -187,6 +190,8 @@ def test_a_passing_configuration_reaches_the_fleet_one_batch_at_a_time_without_a
     ]
     assert report["hosts"][0]["previous_release"] == known["specgate-fleet-a"][0]
     assert report["hosts"][0]["router"]["drained_s"] is not None
+    assert report["hosts"][0]["bake"]["phase"] == "passed"
+    assert report["hosts"][0]["bake"]["accept_length"] > 2
     assert wait_router_healthy() == {f"http://127.0.0.1:{port}": True for port in REPLICAS.values()}
 
 
@@ -210,6 +215,44 @@ def test_a_failing_canary_is_rolled_back_and_the_rollout_stops_before_the_next_b
     assert "Rollout stopped" in report["rollout"]["stopped"]
     markdown = (Path(report["rollout"]["reports_dir"]) / "fleet.md").read_text()
     assert "| 1 | specgate-fleet-a | rolled back |" in markdown
+    assert wait_router_healthy() == {f"http://127.0.0.1:{port}": True for port in REPLICAS.values()}
+
+
+def test_a_bake_that_sees_the_canary_fall_back_to_plain_decoding_rolls_it_back_and_stops(tmp_path) -> None:
+    """The canary passes its gate, then decodes without speculation under live traffic (SGLang's silent fallback,
+    the sim's fallback file): the bake fails it, known-good is restored, and the second replica is never touched."""
+    before, known = reports(), releases()
+    fallback = "/run/specgate-sim-fallback"
+
+    def fall_back_once_baking(event: dict) -> bool:
+        data = event.get("event_data", {})
+        if (event.get("event") == "runner_on_start" and data.get("host") == "specgate-fleet-a"
+                and data.get("task", "").startswith("Watch the replica's acceptance")):
+            host("specgate-fleet-a").run(f"touch {fallback}")
+        return True
+
+    try:
+        with Client() as client:
+            run = rollout(
+                tmp_path,
+                {"sglang_service_extra_env": {**SIM_ENV, "SPECGATE_SIM_SEED": "13",
+                                              "SPECGATE_SIM_FALLBACK_FILE": fallback},
+                 "fleet_rollout_bake_seconds": 30, "fleet_rollout_bake_interval": 3},
+                event_handler=fall_back_once_baking,
+            )
+    finally:
+        host("specgate-fleet-a").run(f"rm -f {fallback}")
+    assert run.status == "failed"
+    messages = " ".join(failure_messages(run))
+    assert "fleet_rollout_bake_min_accept_length" in messages
+    assert "Rollout stopped" in messages
+    assert releases() == known  # canary back on its known-good release; the second replica untouched
+    assert client.failed == [], client.failed[:5]  # out of the router before the restart back
+    report = newest_report(before)
+    rows = {row["host"]: row for row in report["hosts"]}
+    assert rows["specgate-fleet-a"]["outcome"] == "rolled back"
+    assert rows["specgate-fleet-a"]["bake"]["phase"] == "failed"
+    assert rows["specgate-fleet-b"]["outcome"] == "not started"
     assert wait_router_healthy() == {f"http://127.0.0.1:{port}": True for port in REPLICAS.values()}
 
 

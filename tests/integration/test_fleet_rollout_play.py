@@ -1,0 +1,149 @@
+"""deploy.yml's fleet plumbing with Ansible itself, on local hosts: the plan play's refusals (naming the variable,
+before any host changes), the serial keyword reading the inventory's plan, and the end-of-batch verdict that stops
+later batches, as the real deploy.yml composes them (the same role entry points, a stand-in for the stages)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import ansible_runner
+import pytest
+import yaml
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+# The deploy play's shape (playbooks/deploy.yml): the plan play, then serial batches whose always runs finish. The
+# stage stand-in fails a host named in `fail_hosts` as a gate would (a rolled-back verdict) or promotes it.
+PLAYBOOK = """
+- name: Plan
+  hosts: sglang_hosts
+  gather_facts: false
+  tasks:
+    - ansible.builtin.import_role: {name: fleet_rollout, tasks_from: plan}
+
+- name: Deploy
+  hosts: sglang_hosts
+  serial: "{{ hostvars[ansible_play_hosts_all | first].specgate_rollout.serial if hostvars is defined else 0 }}"
+  gather_facts: false
+  tasks:
+    - block:
+        - name: Stand in for the stages and the gate
+          ansible.builtin.set_fact:
+            specgate_verdict:
+              phase: "{{ 'Failed' if inventory_hostname in fail_hosts else 'Successful' }}"
+              decision: "{{ 'rollback' if inventory_hostname in fail_hosts else 'promote' }}"
+              message: "{{ 'Acceptance length measured 1.02; the gate requires at least 3 (spec_gate_min_accept_length)'
+                           if inventory_hostname in fail_hosts else '' }}"
+              metrics: []
+            specgate_release:
+              id: new
+              previous_active_id: old
+              active_id: "{{ 'old' if inventory_hostname in fail_hosts else 'new' }}"
+        - name: Fail as the gate does
+          ansible.builtin.fail: {msg: "{{ specgate_verdict.message }}"}
+          when: inventory_hostname in fail_hosts
+      rescue:
+        - ansible.builtin.set_fact: {_fleet_rollout_failed_msg: "{{ ansible_failed_result.msg }}"}
+        - ansible.builtin.fail: {msg: "{{ _fleet_rollout_failed_msg }}"}
+      always:
+        - ansible.builtin.import_role: {name: fleet_rollout, tasks_from: finish}
+"""
+
+
+def run(tmp_path: Path, hosts: list[str], group_vars: dict, fail_hosts: list[str] | None = None,
+        host_vars: dict | None = None) -> ansible_runner.Runner:
+    (tmp_path / "project").mkdir()
+    (tmp_path / "private").mkdir()
+    (tmp_path / "project" / "play.yml").write_text(PLAYBOOK)
+    inventory = {"all": {"children": {"sglang_hosts": {
+        "hosts": {h: {"ansible_connection": "local", **(host_vars or {}).get(h, {})} for h in hosts},
+        "vars": {"fleet_rollout_reports_dir": str(tmp_path / "reports"), **group_vars},
+    }}}}
+    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
+    return ansible_runner.run(
+        private_data_dir=str(tmp_path / "private"), project_dir=str(tmp_path / "project"), playbook="play.yml",
+        inventory=str(tmp_path / "inventory.yml"), extravars={"fail_hosts": fail_hosts or []}, quiet=True,
+        envvars={"ANSIBLE_CONFIG": str(PROJECT_ROOT / "ansible.cfg"), "ANSIBLE_FACT_CACHING": "memory",
+                 "ANSIBLE_ROLES_PATH": str(PROJECT_ROOT / "roles")},
+    )
+
+
+def messages(runner: ansible_runner.Runner) -> str:
+    return " ".join(str(e["event_data"].get("res", {}).get("msg", "")) for e in runner.events
+                    if e.get("event") == "runner_on_failed")
+
+
+def hosts_of_task(runner: ansible_runner.Runner, task: str) -> list[str]:
+    return [e["event_data"]["host"] for e in runner.events
+            if e.get("event") in ("runner_on_ok", "runner_on_failed") and e["event_data"].get("task") == task]
+
+
+def report(tmp_path: Path) -> dict:
+    (path,) = (tmp_path / "reports").glob("*/fleet.json")
+    return json.loads(path.read_text())
+
+
+HOSTS = ["h1", "h2", "h3", "h4", "h5"]
+
+
+def test_batches_follow_the_inventorys_serial_and_all_pass(tmp_path) -> None:
+    runner = run(tmp_path, HOSTS, {"fleet_rollout_serial": [1, 2, "100%"]})
+    assert runner.status == "successful", messages(runner)
+    rows = report(tmp_path)["hosts"]
+    assert [(r["host"], r["batch"], r["outcome"]) for r in rows] == [
+        ("h1", 1, "promoted"), ("h2", 2, "promoted"), ("h3", 2, "promoted"), ("h4", 3, "promoted"),
+        ("h5", 3, "promoted"),
+    ]
+
+
+def test_a_failed_canary_stops_the_rollout_before_the_next_batch(tmp_path) -> None:
+    runner = run(tmp_path, HOSTS, {}, fail_hosts=["h1"])
+    assert runner.status == "failed"
+    assert hosts_of_task(runner, "Stand in for the stages and the gate") == ["h1"]  # no later batch started
+    text = messages(runner)
+    assert "Rollout stopped" in text
+    assert "h1 rolled back" in text
+    assert "spec_gate_min_accept_length" in text
+    assert "not started: h2, h3, h4, h5" in text
+    rows = {r["host"]: r["outcome"] for r in report(tmp_path)["hosts"]}
+    assert rows == {"h1": "rolled back", "h2": "not started", "h3": "not started", "h4": "not started",
+                    "h5": "not started"}
+
+
+def test_a_failure_within_the_budget_lets_the_rollout_go_on(tmp_path) -> None:
+    runner = run(tmp_path, HOSTS, {"fleet_rollout_serial": [1, 4], "fleet_rollout_max_fail_percentage": 25},
+                 fail_hosts=["h3"])
+    assert runner.status == "failed"  # h3 itself failed its gate
+    assert "Rollout stopped" not in messages(runner)
+    rows = {r["host"]: r["outcome"] for r in report(tmp_path)["hosts"]}
+    assert rows["h3"] == "rolled back"
+    assert [h for h, outcome in rows.items() if outcome == "promoted"] == ["h1", "h2", "h4", "h5"]
+
+
+def test_a_failure_beyond_the_budget_stops_the_hosts_of_the_batch_after_their_own_verdict(tmp_path) -> None:
+    runner = run(tmp_path, HOSTS, {"fleet_rollout_serial": [1, 2, "100%"]}, fail_hosts=["h2"])
+    assert runner.status == "failed"
+    rows = {r["host"]: r["outcome"] for r in report(tmp_path)["hosts"]}
+    assert rows == {"h1": "promoted", "h2": "rolled back", "h3": "promoted", "h4": "not started",
+                    "h5": "not started"}  # h3 finished its own gate; the stop came at the batch's end
+    assert "Hosts already promoted stay promoted (h1, h3)" in messages(runner)
+
+
+@pytest.mark.parametrize(
+    ("group_vars", "host_vars", "variable"),
+    [
+        ({"fleet_rollout_serial": [0]}, None, "fleet_rollout_serial"),
+        ({"fleet_rollout_serial": ["quarter"]}, None, "fleet_rollout_serial"),
+        ({"fleet_rollout_max_fail_percentage": 120}, None, "fleet_rollout_max_fail_percentage"),
+        ({"fleet_rollout_router": "lb9"}, None, "fleet_rollout_router"),
+        ({"fleet_rollout_bake_seconds": 10, "fleet_rollout_bake_interval": 5}, None, "fleet_rollout_bake_seconds"),
+        ({}, {"h2": {"fleet_rollout_serial": [2]}}, "fleet_rollout_serial"),
+        ({"fleet_rollout_seriall": [1]}, None, "fleet_rollout_seriall"),
+    ],
+)
+def test_the_plan_refuses_bad_settings_before_any_host_changes(tmp_path, group_vars, host_vars, variable) -> None:
+    runner = run(tmp_path, ["h1", "h2"], group_vars, host_vars=host_vars)
+    assert runner.status == "failed"
+    assert variable in messages(runner)
+    assert hosts_of_task(runner, "Stand in for the stages and the gate") == []

@@ -5,6 +5,9 @@ One asyncio task runs steps back to back while there is work. A step admits wait
 every running request once (drawing its committed tokens from the speculative model), then sleeps
 the step's modelled latency times the time scale. Timings handed out are simulated seconds on the
 engine's own clock, so they do not depend on how fast this machine runs the loop.
+
+A request whose consumer goes away is aborted as SGLang aborts it (Engine.generate, _emit), and while
+SPECGATE_SIM_FALLBACK_FILE exists the engine decodes without speculation (Engine.fallback_active).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 import math
+import os
 import random
 import time
 from collections import deque
@@ -44,6 +48,8 @@ THROUGHPUT_WINDOW_STEPS = 40
 LOAD_SNAPSHOT_PUBLISH_INTERVAL = 15
 # srt/managers/scheduler.py::STEP_MAX_US: a longer decode step is left out of the decode moments
 STEP_MAX_US = 2_000_000
+# SPECGATE_SIM_FALLBACK_FILE is stat()ed at most this often (wall seconds), from the scheduler loop
+FALLBACK_POLL_SECONDS = 0.5
 
 
 @dataclass
@@ -160,6 +166,7 @@ class Engine:
         acc: AcceptanceParams | None = None,
         lat: LatencyParams | None = None,
         decode_log_interval: int = 40,
+        fallback_file: str | None = None,
     ) -> None:
         self.spec = spec
         self.max_running = max(1, max_running)
@@ -187,6 +194,10 @@ class Engine:
         self.total_prefill_uncached_tokens = 0
         self.total_prefill_busy_us = 0
         self.decode_moment_totals = [0.0] * 6
+        # SPECGATE_SIM_FALLBACK_FILE (fallback_active)
+        self.fallback_file = fallback_file
+        self._fallback = False
+        self._fallback_checked = -math.inf
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._loop())
@@ -219,6 +230,29 @@ class Engine:
         self.stats = Stats(self.decode_log_interval)
         self._recent.clear()
 
+    def fallback_active(self) -> bool:
+        """Whether the SPECGATE_SIM_FALLBACK_FILE exists (stat()ed at most every FALLBACK_POLL_SECONDS): then the
+        engine decodes as SGLang does after a silent fallback to plain decoding (sgl-project/sglang#34285), one token
+        per forward step. The speculative bookkeeping goes on, so every step of a request counts as one verify step
+        that committed one token (the prefill's token included): a request decoded wholly in that state reports
+        spec_verify_ct == completion_tokens, an acceptance length of 1.0 on its meta_info, on
+        sglang:generation_tokens_total / sglang:spec_verify_calls_total, on the sglang:spec_accept_length gauge, on
+        /server_info's avg_spec_accept_length and on /v1/loads' speculative figures."""
+        if self.fallback_file is None:
+            return False
+        now = time.monotonic()
+        if now - self._fallback_checked >= FALLBACK_POLL_SECONDS:
+            self._fallback_checked = now
+            present = os.path.exists(self.fallback_file)
+            if present and not self._fallback:
+                log.warning(
+                    "specgate-sim: %s exists: decoding without speculation (one token per step)", self.fallback_file
+                )
+            elif self._fallback and not present:
+                log.warning("specgate-sim: %s removed: speculative decoding again", self.fallback_file)
+            self._fallback = present
+        return self._fallback
+
     def _tree(self, kind: str, context: int) -> tuple[list[float], Tree]:
         bucket = 1 << max(9, math.ceil(math.log2(max(context, 1))))
         key = (kind, bucket)
@@ -241,11 +275,16 @@ class Engine:
                     return
         finally:
             if not job.done:
+                # the consumer went away before the end (a client disconnect): tokenizer_manager.py::generate_request
+                # (except BaseException → _release_req_states_on_failure) aborts the dispatched request at once, and
+                # TokenizerManager.abort_request counts it (observe_one_aborted_request). The scheduler drops it if
+                # it is still waiting, else it finishes after its next forward pass (_step).
                 job.cancelled = True
+                if self.metrics:
+                    self.metrics.aborted()
 
     async def _loop(self) -> None:
         while True:
-            self.running = [j for j in self.running if not j.cancelled]
             if not self.waiting and not self.running:
                 # scheduler.py::on_idle: the fully-idle publish is forced, so the busy -> idle edge shows at once
                 self.publish_load(force=True)
@@ -261,12 +300,15 @@ class Engine:
             if not job.cancelled:
                 admitted.append(job)
         decoding = list(self.running)
+        # SPECGATE_SIM_FALLBACK_FILE: plain decoding, one token per request and step, at plain decoding's cost
+        fallback = self.spec.enabled and self.fallback_active()
+        step_spec = SpecConfig() if fallback else self.spec
         decode_ms = prefill_part_ms = 0.0
-        trees = {id(j): self._tree(j.kind, j.prompt_tokens + j.emitted) for j in decoding}
+        trees = {} if fallback else {id(j): self._tree(j.kind, j.prompt_tokens + j.emitted) for j in decoding}
         if decoding:
-            tokens = sum(verify_tokens(self.spec, trees[id(j)][1]) for j in decoding)
+            tokens = len(decoding) if fallback else sum(verify_tokens(self.spec, trees[id(j)][1]) for j in decoding)
             mean_ctx = sum(j.prompt_tokens + j.emitted for j in decoding) / len(decoding)
-            decode_ms = batch_step_ms(self.spec, tokens, len(decoding), mean_ctx, self.lat) * self.cuda_graph_factor
+            decode_ms = batch_step_ms(step_spec, tokens, len(decoding), mean_ctx, self.lat) * self.cuda_graph_factor
         if admitted:
             prefill_part_ms = sum(prefill_ms(j.prompt_tokens, self.lat) for j in admitted)
             if not decoding:
@@ -277,9 +319,9 @@ class Engine:
 
         produced = accepted = verifies = proposed = correct = 0
         for job in decoding:
-            if job.cancelled:
-                continue
-            if self.spec.enabled:
+            # a cancelled running request still takes this forward pass, then finishes (scheduler.py::abort_request,
+            # "Abort method 3": req.to_finish = FINISH_ABORT(), checked after the next forward)
+            if self.spec.enabled and not fallback:
                 probs, tree = trees[id(job)]
                 tau = sample_accept_length(tree, probs, self.acc, self._rng(job))
             else:
@@ -309,10 +351,13 @@ class Engine:
             self.total_prefill_uncached_tokens += sum(j.prompt_tokens for j in admitted)
         for job in admitted:
             produced += 1
+            if fallback:  # the prefill's forward is one of fallback's one-token steps too
+                job.verify_ct += 1
+                job.histogram[0] += 1
             self._emit(job, 1)
-            if not job.done:
+            if job.finished_ns is None:
                 self.running.append(job)
-        self.running = [j for j in self.running if not j.done and not j.cancelled]
+        self.running = [j for j in self.running if j.finished_ns is None]
         self._recent.append(Window(ms / 1000.0, produced, accepted, verifies, correct, proposed))
         # scheduler.py::process_batch_result: publish_load_snapshot(force=batch.forward_mode.is_extend())
         self.publish_load(force=bool(admitted))
@@ -327,17 +372,23 @@ class Engine:
         job.emitted += n
         if job.first_token_ns is None:
             job.first_token_ns = now
-            if self.metrics:
+            if self.metrics and not job.cancelled:  # collect_metrics: no TTFT for a first output that is an abort
                 self.metrics.first_token(job.ttft_seconds, job.streaming)
         elif self.metrics and job.last_token_ns is not None:
             self.metrics.inter_token((now - job.last_token_ns) / 1e9 / n)
         job.last_token_ns = now
-        if job.done:
+        if job.done or job.cancelled:
+            # finished, or aborted by then (it finishes with FINISH_ABORT after this pass): either way the scheduler
+            # streams it out finished and tokenizer_manager.py::collect_metrics observes it once
+            # (observe_one_finished_request) with the tokens and verify steps it made
             job.finished_ns = now
+            if job.cancelled and not job.done:
+                # schedule_batch.py::FINISH_ABORT().to_json()
+                job.finish_reason = {"type": "abort", "message": "Aborted", "status_code": None, "err_type": None}
             if self.metrics:
                 self.metrics.finished(
                     prompt_tokens=job.prompt_tokens,
-                    completion_tokens=len(job.pieces),
+                    completion_tokens=job.emitted,
                     verify_ct=job.verify_ct,
                     e2e_seconds=job.e2e_seconds,
                     streaming=job.streaming,

@@ -209,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         metrics=metrics,
         lat=PROFILES[sim.profile],
         decode_log_interval=int(resolved.args["decode_log_interval"]),
+        fallback_file=sim.fallback_file,
     )
     seed = sim.seed if sim.seed is not None else int(resolved.args["random_seed"])
     quality = Quality(seed, sim.wrong_fraction, sim.truncate_fraction)

@@ -118,6 +118,11 @@ class Metrics:
             buckets=GET_LOADS_BUCKETS,
             registry=r,
         )
+        # metrics_collector.py::TokenizerMetricsCollector.num_aborted_requests_total (tokenizer labels only, no
+        # is_streaming), bumped by TokenizerMetricsCollector.observe_one_aborted_request
+        self.num_aborted_requests_total = Counter(
+            "sglang:num_aborted_requests_total", "Number of requests aborted.", tok, registry=r
+        )
         self._exposed = CollectorRegistry(auto_describe=False)
         self._exposed.register(_MultiProcessView(r))
 
@@ -157,13 +162,25 @@ class Metrics:
     def finished(
         self, *, prompt_tokens: int, completion_tokens: int, verify_ct: int, e2e_seconds: float, streaming: bool
     ) -> None:
+        """metrics_collector.py::TokenizerMetricsCollector.observe_one_finished_request, as
+        tokenizer_manager.py::collect_metrics calls it once per finished request (an aborted running one included):
+        prompt and generation tokens and the request count under ``is_streaming``, the request's own
+        ``spec_verify_ct`` (detokenizer_manager.py passes it through from the scheduler's req.spec_verify_ct)
+        without it, and only when positive. So over any window, generation tokens / verify calls is the acceptance
+        length of the requests that finished in it (their tokens over their verify steps)."""
         labels = self._stream(streaming)
         self.prompt_tokens_total.labels(**labels).inc(prompt_tokens)
         self.generation_tokens_total.labels(**labels).inc(completion_tokens)
-        self.num_requests_total.labels(**labels).inc()
-        self.e2e_request_latency.labels(**labels).observe(e2e_seconds)
         if verify_ct > 0:
             self.spec_verify_calls_total.labels(**self.tok_labels).inc(verify_ct)
+        self.num_requests_total.labels(**labels).inc(1)
+        self.e2e_request_latency.labels(**labels).observe(e2e_seconds)
+
+    def aborted(self) -> None:
+        """tokenizer_manager.py::TokenizerManager.abort_request → observe_one_aborted_request(self.labels): once per
+        abort of a request the scheduler had been sent (a client gone mid-generation), whether it was still waiting
+        or running."""
+        self.num_aborted_requests_total.labels(**self.tok_labels).inc(1)
 
     def loads_served(self, seconds: float) -> None:
         # v1_loads.py::get_loads observes it (wall seconds) once the snapshots are read

@@ -5,6 +5,7 @@ Each handler names the wheel file and function it mirrors (paths inside the sgla
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import secrets
@@ -28,6 +29,9 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 # sglang 0.5.23: srt/utils/auth.py — levels of the endpoints the sim serves (NORMAL unless listed)
 ADMIN_OPTIONAL = frozenset({"/flush_cache"})
+# sglang 0.5.23: srt/environ.py SGLANG_REQUEST_STATE_WAIT_TIMEOUT = EnvInt(4): how often a non-streaming request's
+# waiter (tokenizer_manager.py::_stream_one_response) looks whether its client is still there (simulated seconds)
+REQUEST_STATE_WAIT_TIMEOUT_NS = 4_000_000_000
 
 
 @dataclass
@@ -344,6 +348,32 @@ async def _json(request: web.Request) -> dict[str, Any] | web.Response:
     return body
 
 
+def _client_gone(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
+
+
+async def _run_to_end(state: ServerState, job: Job, request: web.Request) -> bool:
+    """A non-streaming request: run it to the end; False once its client is found gone. As
+    tokenizer_manager.py::_stream_one_response, the sim looks every SGLANG_REQUEST_STATE_WAIT_TIMEOUT (4 s) and, on a
+    disconnect, aborts the request (closing the engine's generator counts the abort: engine.py::Engine.generate)."""
+    engine = state.engine
+    last_look = engine.clock_ns
+    async with contextlib.aclosing(engine.generate(job)) as steps:
+        async for _ in steps:
+            if engine.clock_ns - last_look >= REQUEST_STATE_WAIT_TIMEOUT_NS:
+                last_look = engine.clock_ns
+                if _client_gone(request) and not job.done:
+                    return False
+    return True
+
+
+def _disconnected(rid: str) -> web.Response:
+    # tokenizer_manager.py::_stream_one_response raises this ValueError; http_server.py answers it with the legacy
+    # 400 error (no client is left to read it)
+    return _error(f"Request is disconnected from the client side (type 1). Abort request obj.rid='{rid}'")
+
+
 async def generate(request: web.Request) -> web.StreamResponse:
     # sglang 0.5.23: srt/entrypoints/http_server.py::generate_request / serve_generate_request
     state = request.app[STATE]
@@ -378,14 +408,18 @@ async def generate(request: web.Request) -> web.StreamResponse:
         }
 
     if not body.get("stream"):
-        async for _ in state.engine.generate(job):
-            pass
+        if not await _run_to_end(state, job, request):
+            return _disconnected(rid)
         return web.json_response(out(job.emitted))
     # stream: one `data:` event per step with the text so far (incremental_streaming_output off), then [DONE]
     response = await _sse(request)
-    async for emitted in state.engine.generate(job):
-        await response.write(b"data: " + json.dumps(out(emitted)).encode() + b"\n\n")
-    await response.write(b"data: [DONE]\n\n")
+    # a client that disconnects mid-stream: the next write fails, which closes the engine's generator (the abort,
+    # engine.py::Engine.generate), as starlette's failed send closes http_server.py::stream_results' generator
+    with contextlib.suppress(ConnectionResetError):
+        async with contextlib.aclosing(state.engine.generate(job)) as steps:
+            async for emitted in steps:
+                await response.write(b"data: " + json.dumps(out(emitted)).encode() + b"\n\n")
+        await response.write(b"data: [DONE]\n\n")
     return response
 
 
@@ -484,8 +518,8 @@ async def _openai(request: web.Request, *, chat: bool) -> web.StreamResponse:
     want_spec = bool(body.get("return_spec_tokens_details"))
     obj = "chat.completion" if chat else "text_completion"
     if not stream:
-        async for _ in state.engine.generate(job):
-            pass
+        if not await _run_to_end(state, job, request):
+            return _disconnected(rid)
         reason, matched = _finish(job)
         content = "".join(job.pieces)
         choice: dict[str, Any] = {"index": 0, "logprobs": None, "finish_reason": reason, "matched_stop": matched}
@@ -534,37 +568,43 @@ async def _openai_stream(
 
     sent = 0
     first = True
-    async for emitted in state.engine.generate(job):
-        delta = "".join(job.pieces[sent:emitted])
-        sent = emitted
-        done = emitted >= len(job.pieces)
-        reason, matched = _finish(job) if done else (None, None)
-        if chat:
-            message: dict[str, Any] = {"content": delta, "reasoning_content": None}
-            if first:
-                message["role"] = "assistant"
-            choice: dict[str, Any] = {"index": 0, "delta": message, "logprobs": None}
-        else:
-            choice = {"index": 0, "text": delta, "logprobs": None}
-        choice.update(finish_reason=reason, matched_stop=matched)
-        await send({"id": rid, "object": obj, "created": created, "model": model, "choices": [choice], "usage": None})
-        first = False
-    details = _spec_details(state, job, rid) if want_spec else None
-    if details is not None:
-        await send(
-            {
-                "id": rid,
-                "object": obj,
-                "created": created,
-                "model": model,
-                "choices": [],
-                "usage": None,
-                "sglext": {"spec_tokens_details": details},
-            }
-        )
-    if body_stream_options.get("include_usage"):
-        await send({"id": rid, "object": obj, "created": created, "model": model, "choices": [], "usage": _usage(job)})
-    await response.write(b"data: [DONE]\n\n")
+    with contextlib.suppress(ConnectionResetError):  # the client went away mid-stream: see generate()
+        async with contextlib.aclosing(state.engine.generate(job)) as steps:
+            async for emitted in steps:
+                delta = "".join(job.pieces[sent:emitted])
+                sent = emitted
+                done = emitted >= len(job.pieces)
+                reason, matched = _finish(job) if done else (None, None)
+                if chat:
+                    message: dict[str, Any] = {"content": delta, "reasoning_content": None}
+                    if first:
+                        message["role"] = "assistant"
+                    choice: dict[str, Any] = {"index": 0, "delta": message, "logprobs": None}
+                else:
+                    choice = {"index": 0, "text": delta, "logprobs": None}
+                choice.update(finish_reason=reason, matched_stop=matched)
+                await send(
+                    {"id": rid, "object": obj, "created": created, "model": model, "choices": [choice], "usage": None}
+                )
+                first = False
+        details = _spec_details(state, job, rid) if want_spec else None
+        if details is not None:
+            await send(
+                {
+                    "id": rid,
+                    "object": obj,
+                    "created": created,
+                    "model": model,
+                    "choices": [],
+                    "usage": None,
+                    "sglext": {"spec_tokens_details": details},
+                }
+            )
+        if body_stream_options.get("include_usage"):
+            await send(
+                {"id": rid, "object": obj, "created": created, "model": model, "choices": [], "usage": _usage(job)}
+            )
+        await response.write(b"data: [DONE]\n\n")
     return response
 
 

@@ -29,6 +29,9 @@ class SimEnv:
     refuse_seconds: float = 0.0
     ignore_sigterm_seconds: float = 0.0
     reject_flag: str | None = None
+    # while a file exists at this path the engine decodes as SGLang does after a silent fallback to plain decoding
+    # (engine.py::Engine.fallback_active); removing it returns to speculation
+    fallback_file: str | None = None
 
     def scaled(self, seconds: float) -> float:
         return seconds * self.time_scale
@@ -65,4 +68,5 @@ def from_env(env: Mapping[str, str] | None = None) -> SimEnv:
         refuse_seconds=_float(env, "FAULT_REFUSE_SECONDS", 0.0),
         ignore_sigterm_seconds=_float(env, "FAULT_IGNORE_SIGTERM_SECONDS", 0.0),
         reject_flag=env.get(PREFIX + "REJECT_FLAG") or None,
+        fallback_file=env.get(PREFIX + "FALLBACK_FILE") or None,
     )

@@ -51,7 +51,7 @@ def test_demo_inventory_reaches_its_container_through_podman() -> None:
 
 
 def _tasks(tasks: list[dict]) -> list[dict]:
-    """Tasks in the order they run: a block's own, then its always section."""
+    """Tasks in the order they run: a block's own, then its always section (a rescue only sets facts and fails)."""
     flat = []
     for task in tasks:
         if "block" in task:
@@ -78,10 +78,23 @@ def _without_renewals(stages: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return stages[: first + 1] + [s for s in stages[first + 1 :] if s != LOCK]
 
 
+def _plays() -> list[dict]:
+    return yaml.safe_load((ROOT / "playbooks" / "deploy.yml").read_text())
+
+
+def _deploy_play() -> dict:
+    return next(p for p in _plays() if p["hosts"] == "sglang_hosts" and "serial" in p)
+
+
 def test_root_deploy_imports_the_playbook_that_runs_the_six_stages_in_order() -> None:
     root = yaml.safe_load((ROOT / "deploy.yml").read_text())
     assert [p.get("ansible.builtin.import_playbook") for p in root] == ["playbooks/deploy.yml"]
-    play = yaml.safe_load((ROOT / "playbooks" / "deploy.yml").read_text())[0]
+    # The rollout's plan first (before any host changes), the hosts in batches, the router last.
+    plan, play, router = _plays()
+    assert _stages(plan) == [("fleet_rollout", "plan")]
+    assert plan["gather_facts"] is False
+    assert "specgate_rollout.serial" in play["serial"]
+    assert (router["hosts"], _stages(router)) == ("sglang_routers", [("sglang_router", "main")])
     assert "roles" not in play, "every stage is an import_role task, in the order tasks run"
     # Every stage's validate entry point runs right after preflight, in the data flow's order, before any stage
     # changes the host; then the change lock is taken, and what a dead run left unfinished is settled, before the
@@ -92,21 +105,26 @@ def test_root_deploy_imports_the_playbook_that_runs_the_six_stages_in_order() ->
         LOCK,
         ("spec_gate", "unsettled"),
         *((s, "main") for s in STAGES[1:4]),
+        # Out of the router (when the release changes) before anything measures or restarts the replica.
+        ("fleet_rollout", "leave"),
         # The known-good release measured on the regression cell while it still serves, beside the candidate's cell.
         ("spec_gate", "reference"),
         *((s, "main") for s in STAGES[4:]),
         UNLOCK,
+        # Back into the router whatever the gate decided, then the host's row and the batch's go/no-go.
+        ("fleet_rollout", "rejoin"),
+        ("fleet_rollout", "finish"),
     ]
     service = next(t for t in _tasks(play["tasks"]) if t["ansible.builtin.import_role"] == {"name": "sglang_service"})
     assert service["vars"]["sglang_service_promote_on_success"] is False, "the gate, not the service, promotes"
 
 
 def test_the_change_lock_is_released_on_every_exit_and_renewed_before_each_long_stage() -> None:
-    play = yaml.safe_load((ROOT / "playbooks" / "deploy.yml").read_text())[0]
+    play = _deploy_play()
     locked = next(t for t in play["tasks"] if "block" in t)
-    assert [_stages({"tasks": locked["always"]})] == [[UNLOCK]]
-    # After the lock is released, one summary block per host, whatever the run's outcome.
-    assert locked["always"][-1]["ansible.builtin.import_tasks"] == "tasks/summary.yml"
+    assert _stages({"tasks": locked["always"]}) == [UNLOCK, ("fleet_rollout", "rejoin"), ("fleet_rollout", "finish")]
+    # After the lock is released, one summary block per host, whatever the run's outcome, then the fleet's verdict.
+    assert locked["always"][-2]["ansible.builtin.import_tasks"] == "tasks/summary.yml"
     stages = _stages({"tasks": locked["block"]})
     long_stages = [("sglang_env", "main"), ("model_weights", "main"), ("sglang_service", "main"), ("spec_gate", "main")]
     for before, stage in itertools.pairwise(long_stages):
@@ -125,7 +143,7 @@ def test_the_change_lock_is_released_on_every_exit_and_renewed_before_each_long_
 
 
 def test_sweep_validates_and_provisions_like_deploy_then_sweeps() -> None:
-    deploy = yaml.safe_load((ROOT / "playbooks" / "deploy.yml").read_text())[0]
+    deploy = _deploy_play()
     sweep = yaml.safe_load((ROOT / "playbooks" / "sweep.yml").read_text())[0]
     assert _without_renewals(_stages(sweep)) == [
         *_without_renewals(_stages(deploy))[:11],
@@ -218,12 +236,15 @@ def test_deploy_refuses_a_bad_setting_before_touching_ct200(
     ]
     assert changed == []
     assert run.stats["changed"] == {}
-    # Nothing but preflight and the validate entry points ran: the failure is the last thing the play did.
+    # Nothing but the rollout's plan, preflight and the validate entry points ran: the failure is the last thing the
+    # play did.
     ran = {(e["event_data"].get("role"), e["event_data"].get("task_path", "").split(":")[0].rsplit("/", 1)[-1],
             e["event_data"].get("task", "")) for e in run.events if e["event"] == "runner_on_ok"}
     beyond = {(role, path) for role, path, task in ran
               if role not in ("preflight", None) and path not in {"validate.yml", "values.yml"}
-              and not task.startswith("Validating arguments against arg spec 'validate'")}
+              and (role, path) != ("fleet_rollout", "plan.yml")
+              and not task.startswith(("Validating arguments against arg spec 'validate'",
+                                       "Validating arguments against arg spec 'plan'"))}
     assert beyond == set(), ran
 
 

@@ -140,6 +140,8 @@ def test_a_failure_beyond_the_budget_stops_the_hosts_of_the_batch_after_their_ow
         ({"fleet_rollout_bake_seconds": 10, "fleet_rollout_bake_interval": 5}, None, "fleet_rollout_bake_seconds"),
         ({}, {"h2": {"fleet_rollout_serial": [2]}}, "fleet_rollout_serial"),
         ({"fleet_rollout_seriall": [1]}, None, "fleet_rollout_seriall"),
+        # Both replicas out of the router at once would leave none: refused before the run, not mid-batch.
+        ({"fleet_rollout_router": "h1", "fleet_rollout_serial": ["100%"]}, None, "sglang_router_min_healthy_workers"),
     ],
 )
 def test_the_plan_refuses_bad_settings_before_any_host_changes(tmp_path, group_vars, host_vars, variable) -> None:

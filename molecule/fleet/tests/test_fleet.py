@@ -27,7 +27,6 @@ BASE = "/opt/specgate"
 REPLICAS = {"specgate-fleet-a": 36000, "specgate-fleet-b": 36001}
 ROUTER = "http://127.0.0.1:36050"
 KEY = "sk-specgate-demo"
-REPORTS = PROJECT / "reports" / "fleet"
 # The demo's engine environment (inventory/demo); a rollout adds a knob, which makes a new release id.
 SIM_ENV = {"SPECGATE_SIM_LOAD_SECONDS": "2", "SPECGATE_SIM_TIME_SCALE": "0.2"}
 
@@ -61,26 +60,24 @@ def wait_router_healthy(deadline_s: float = 90) -> dict[str, bool]:
 
 
 def rollout(tmp_path: Path, extravars: dict, event_handler=None) -> ansible_runner.Runner:
+    (tmp_path / "private").mkdir()
     return ansible_runner.run(
         event_handler=event_handler,
-        private_data_dir=str(tmp_path),
+        private_data_dir=str(tmp_path / "private"),
         project_dir=str(PROJECT),
         playbook=str(PROJECT / "deploy.yml"),
         inventory=os.environ["MOLECULE_INVENTORY_FILE"],
-        extravars={"demo_host_manage_container": False, **extravars},
+        # Each rollout's report in the test's own directory: nothing else's report can be taken for it.
+        extravars={"demo_host_manage_container": False, "fleet_rollout_reports_dir": str(tmp_path / "reports"),
+                   **extravars},
         quiet=True,
         envvars={"ANSIBLE_CONFIG": str(PROJECT / "ansible.cfg"), "ANSIBLE_FACT_CACHING": "memory"},
     )
 
 
-def newest_report(before: set[Path]) -> dict:
-    new = sorted(p for p in REPORTS.glob("*/fleet.json") if p not in before)
-    assert new, f"no new fleet report under {REPORTS}"
-    return json.loads(new[-1].read_text())
-
-
-def reports() -> set[Path]:
-    return set(REPORTS.glob("*/fleet.json"))
+def the_report(tmp_path: Path) -> dict:
+    (path,) = (tmp_path / "reports").glob("*/fleet.json")  # one rollout, one report
+    return json.loads(path.read_text())
 
 
 def failure_messages(run: ansible_runner.Runner) -> list[str]:
@@ -120,7 +117,8 @@ class Client:
                 try:
                     answer = client.post(
                         f"{ROUTER}/generate",
-                        json={"text": "def add(a, b):", "sampling_params": {"max_new_tokens": 16}},
+                        json={"text": f"def add_{self.ok + len(self.failed)}(a, b):",
+                              "sampling_params": {"max_new_tokens": 16}},
                     )
                     if answer.status_code == 200:
                         self.ok += 1
@@ -158,11 +156,11 @@ def test_converged_fleet_serves_behind_a_ready_router() -> None:
 
 
 def test_a_passing_configuration_reaches_the_fleet_one_batch_at_a_time_without_a_failed_request(tmp_path) -> None:
-    before, known = reports(), releases()
+    known = releases()
     with Client() as client:
         # A bake too: each replica becomes known-good only after the client's live traffic proved it.
         run = rollout(tmp_path, {"sglang_service_extra_env": {**SIM_ENV, "SPECGATE_SIM_SEED": "11"},
-                                 "fleet_rollout_bake_seconds": 15, "fleet_rollout_bake_interval": 3})
+                                 "fleet_rollout_bake_seconds": 9, "fleet_rollout_bake_interval": 3})
         time.sleep(3)  # requests keep flowing after the last replica is back
     assert run.status == "successful", failure_messages(run)
     assert client.failed == [], client.failed[:5]
@@ -184,7 +182,7 @@ def test_a_passing_configuration_reaches_the_fleet_one_batch_at_a_time_without_a
     canary_back = next(i for i, (h, t) in enumerate(order) if (h, t[:14]) == ("specgate-fleet-a", "Put the worker"))
     second_out = next(i for i, (h, t) in enumerate(order) if (h, t[:15]) == ("specgate-fleet-b", "Take the worker"))
     assert canary_back < second_out
-    report = newest_report(before)
+    report = the_report(tmp_path)
     assert [(row["host"], row["batch"], row["outcome"]) for row in report["hosts"]] == [
         ("specgate-fleet-a", 1, "promoted"), ("specgate-fleet-b", 2, "promoted"),
     ]
@@ -196,7 +194,7 @@ def test_a_passing_configuration_reaches_the_fleet_one_batch_at_a_time_without_a
 
 
 def test_a_failing_canary_is_rolled_back_and_the_rollout_stops_before_the_next_batch(tmp_path) -> None:
-    before, known = reports(), releases()
+    known = releases()
     run = rollout(
         tmp_path, {"sglang_service_extra_env": {**SIM_ENV, "SPECGATE_SIM_ACCEPT_MULTIPLIER": "0.3"}}
     )
@@ -208,7 +206,7 @@ def test_a_failing_canary_is_rolled_back_and_the_rollout_stops_before_the_next_b
     assert "not started: specgate-fleet-b" in messages
     assert releases() == known  # the canary is back on known-good; the second replica never changed
     assert hosts_that_ran(run, "Gathering Facts").count("specgate-fleet-b") == 0
-    report = newest_report(before)
+    report = the_report(tmp_path)
     assert [(row["host"], row["outcome"]) for row in report["hosts"]] == [
         ("specgate-fleet-a", "rolled back"), ("specgate-fleet-b", "not started"),
     ]
@@ -221,7 +219,7 @@ def test_a_failing_canary_is_rolled_back_and_the_rollout_stops_before_the_next_b
 def test_a_bake_that_sees_the_canary_fall_back_to_plain_decoding_rolls_it_back_and_stops(tmp_path) -> None:
     """The canary passes its gate, then decodes without speculation under live traffic (SGLang's silent fallback,
     the sim's fallback file): the bake fails it, known-good is restored, and the second replica is never touched."""
-    before, known = reports(), releases()
+    known = releases()
     fallback = "/run/specgate-sim-fallback"
 
     def fall_back_once_baking(event: dict) -> bool:
@@ -237,7 +235,7 @@ def test_a_bake_that_sees_the_canary_fall_back_to_plain_decoding_rolls_it_back_a
                 tmp_path,
                 {"sglang_service_extra_env": {**SIM_ENV, "SPECGATE_SIM_SEED": "13",
                                               "SPECGATE_SIM_FALLBACK_FILE": fallback},
-                 "fleet_rollout_bake_seconds": 30, "fleet_rollout_bake_interval": 3},
+                 "fleet_rollout_bake_seconds": 15, "fleet_rollout_bake_interval": 3},
                 event_handler=fall_back_once_baking,
             )
     finally:
@@ -248,7 +246,7 @@ def test_a_bake_that_sees_the_canary_fall_back_to_plain_decoding_rolls_it_back_a
     assert "Rollout stopped" in messages
     assert releases() == known  # canary back on its known-good release; the second replica untouched
     assert client.failed == [], client.failed[:5]  # out of the router before the restart back
-    report = newest_report(before)
+    report = the_report(tmp_path)
     rows = {row["host"]: row for row in report["hosts"]}
     assert rows["specgate-fleet-a"]["outcome"] == "rolled back"
     assert rows["specgate-fleet-a"]["bake"]["phase"] == "failed"
@@ -257,19 +255,18 @@ def test_a_bake_that_sees_the_canary_fall_back_to_plain_decoding_rolls_it_back_a
 
 
 def test_an_unreachable_replica_stops_the_rollout_and_is_reported(tmp_path) -> None:
-    before = reports()
     subprocess.run(["podman", "stop", "-t", "5", "specgate-fleet-b"], check=True, capture_output=True)
     try:
-        run = rollout(
-            tmp_path,
-            {"fleet_rollout_serial": ["100%"], "sglang_service_extra_env": {**SIM_ENV, "SPECGATE_SIM_SEED": "12"}},
-        )
+        # The configuration that serves (the passing rollout's): the reachable replica's run changes nothing, the
+        # other one is gone.
+        run = rollout(tmp_path, {"fleet_rollout_serial": ["100%"],
+                                 "sglang_service_extra_env": {**SIM_ENV, "SPECGATE_SIM_SEED": "11"}})
     finally:
         subprocess.run(["podman", "start", "specgate-fleet-b"], check=True, capture_output=True)
     assert run.status == "failed"
     messages = " ".join(failure_messages(run))
     assert "specgate-fleet-b unreachable" in messages
-    report = newest_report(before)
+    report = the_report(tmp_path)
     assert dict((row["host"], row["outcome"]) for row in report["hosts"])["specgate-fleet-b"] == "unreachable"
 
 

@@ -259,7 +259,8 @@ def test_an_unreachable_replica_stops_the_rollout_and_is_reported(tmp_path) -> N
     try:
         # The configuration that serves (the passing rollout's): the reachable replica's run changes nothing, the
         # other one is gone.
-        run = rollout(tmp_path, {"fleet_rollout_serial": ["100%"],
+        # Both in one batch: the router may then be left with none of them (min 0), which the plan allows.
+        run = rollout(tmp_path, {"fleet_rollout_serial": ["100%"], "sglang_router_min_healthy_workers": 0,
                                  "sglang_service_extra_env": {**SIM_ENV, "SPECGATE_SIM_SEED": "11"}})
     finally:
         subprocess.run(["podman", "start", "specgate-fleet-b"], check=True, capture_output=True)

@@ -100,7 +100,7 @@ def hosts_that_ran(run: ansible_runner.Runner, task_prefix: str) -> list[str]:
 class Client:
     """Requests through the router in a loop, bounded in count and time, counting every non-200 answer."""
 
-    def __init__(self, max_requests: int = 2000, max_seconds: float = 900) -> None:
+    def __init__(self, max_requests: int = 50000, max_seconds: float = 900) -> None:
         self.ok = 0
         self.failed: list[str] = []
         self._stop = threading.Event()

@@ -49,4 +49,5 @@ def test_unsupported_sglang_pin_is_refused_by_sglang_env_before_anything_changes
     assert reason in message, message
     assert run.stats["changed"] == {}
     stages_run = {e["event_data"].get("role") for e in run.events if e["event"] == "runner_on_ok"}
-    assert stages_run <= {"preflight", "cuda_toolkit", "sglang_env", None}
+    # fleet_rollout: the rollout's read-only plan, deploy.yml's first play.
+    assert stages_run <= {"fleet_rollout", "preflight", "cuda_toolkit", "sglang_env", None}

@@ -225,9 +225,10 @@ def test_unreachable_min_accept_length_is_refused_before_anything_runs(tmp_path)
     assert "more than 9" in msg
     assert "sglang_service_block_size" in msg
     assert run.stats["changed"] == {}
-    # Only preflight and the stages' validate entry points ran.
+    # Only the rollout's read-only plan, preflight and the stages' validate entry points ran.
     paths = {e["event_data"].get("task_path", "").split(":")[0].rsplit("/", 1)[-1]
              for e in run.events
              if e["event"] == "runner_on_ok" and e["event_data"].get("role") not in ("preflight", None)
-             and not e["event_data"].get("task", "").startswith("Validating arguments against arg spec 'validate'")}
-    assert paths <= {"validate.yml", "values.yml"}, paths
+             and not e["event_data"].get("task", "").startswith(("Validating arguments against arg spec 'validate'",
+                                                                  "Validating arguments against arg spec 'plan'"))}
+    assert paths <= {"validate.yml", "values.yml", "plan.yml"}, paths

@@ -7,7 +7,10 @@ concurrency (batch serving). A config that failed to deploy or benchmark keeps i
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping, Sequence
+
+from ansible.module_utils.specgate.sweep.pick import DEFAULT_TOLERANCE, pick
 
 USE_CASES = (
     ("latency", "per-user output tok/s at the lowest concurrency, shortest context", "speed_c1_short"),
@@ -31,6 +34,13 @@ def summarize(name: str, release: str, bench: Mapping) -> dict:
     lowest = min(c["concurrency"] for c in cells)
     highest = max(c["concurrency"] for c in cells)
     evals = [run["eval"] for run in bench["runs"] if run.get("eval")]
+    per_run = {metric: [] for _key, _meaning, metric in USE_CASES}
+    for run in bench["runs"]:
+        mine = [c for c in run["cells"] if c.get("context_tokens")]
+        for metric, value in _use_case_values(mine, shortest, longest, lowest, highest).items():
+            if value is not None:
+                per_run[metric].append(value)
+    gpus = bench["server"].get("tp_size") or 1
     return {
         "name": name,
         "release": release,
@@ -46,7 +56,49 @@ def summarize(name: str, release: str, bench: Mapping) -> dict:
         ),
         "eval_pass_rate": (sum(e["passed"] for e in evals) / sum(e["problems"] for e in evals)) if evals else None,
         "shape": {"shortest_context": shortest, "longest_context": longest, "concurrency": [lowest, highest]},
+        "per_run": per_run,
+        "cells": _cell_means(cells, gpus),
+        "gpus": gpus,
+        "bench_complete": bench_complete(bench),
     }
+
+
+def _use_case_values(cells: Sequence[Mapping], shortest: int, longest: int, lowest: int, highest: int) -> dict:
+    return {
+        "speed_c1_short": _mean(
+            [c["output_tok_s"] for c in cells if c["concurrency"] == lowest and c["context_tokens"] == shortest]
+        ),
+        "accept_long": _mean([c["accept_length_request"] for c in cells if c["context_tokens"] == longest]),
+        "tok_s_cmax": _mean([c["output_tok_s"] for c in cells if c["concurrency"] == highest]),
+    }
+
+
+def _cell_means(cells: Sequence[Mapping], gpus: int) -> list[dict]:
+    """Per prompt set, context and concurrency, the means over runs the plots read."""
+    groups: dict[tuple, list[Mapping]] = {}
+    for c in cells:
+        groups.setdefault((c["set"], c["context_tokens"], c["concurrency"]), []).append(c)
+    out = []
+    for (set_name, context, concurrency), group in groups.items():
+        tok_s = _mean([c.get("output_tok_s") for c in group])
+        tpot = _mean([(c.get("tpot") or {}).get("p50_ms") for c in group])
+        out.append({"set": set_name, "context_tokens": context, "concurrency": concurrency, "output_tok_s": tok_s,
+                    "accept_length_request": _mean([c.get("accept_length_request") for c in group]),
+                    # one user's decode speed: 1000 / time per output token (spec_gate's tpot, median request)
+                    "per_user_tok_s": (1000.0 / tpot) if tpot else None,
+                    "per_gpu_tok_s": (tok_s / gpus) if tok_s is not None else None})  # fmt: skip
+    return out
+
+
+def bench_complete(bench: Mapping) -> bool:
+    """Every run finished and holds every cell of the benchmark's matrix (sets x contexts x concurrency)."""
+    settings = bench.get("settings") or {}
+    expected = len(settings.get("sets", [])) * len(settings.get("contexts", [])) * len(settings.get("concurrency", []))
+    runs = bench.get("runs") or []
+    wanted_runs = settings.get("runs")
+    if not runs or (wanted_runs is not None and len(runs) < wanted_runs):
+        return False
+    return all(run.get("finished_at") and (not expected or len(run.get("cells", [])) >= expected) for run in runs)
 
 
 def failed_row(name: str, release: str | None, reason: str) -> dict:
@@ -98,3 +150,39 @@ def sweep_markdown(sweep_id: str, host: str, rows: Sequence[Mapping], best: Mapp
             f"| {rate} | ok |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _runs_of(row: Mapping, metric: str) -> list[float]:
+    runs = (row.get("per_run") or {}).get(metric)
+    if runs:
+        return list(runs)
+    return [row[metric]] if row.get(metric) is not None else []
+
+
+def robust_winners(rows: Sequence[Mapping], tolerance: float = DEFAULT_TOLERANCE) -> dict[str, dict]:
+    """Per use case, the cheapest config within ``tolerance`` of the best noise-aware score (pick.py); a row's
+    ``cost`` (from its grid point) orders the candidates, rows without one count as equally cheap."""
+    ran = [r for r in rows if not r["failed"]]
+    medians = {metric: {r["name"]: statistics.median(_runs_of(r, metric)) for r in ran if _runs_of(r, metric)}
+               for _key, _meaning, metric in USE_CASES}  # fmt: skip
+    tops = {metric: max(values.values(), default=0.0) for metric, values in medians.items()}
+    out: dict[str, dict] = {}
+    for key, meaning, metric in USE_CASES:
+        elsewhere = {r["name"]: sum(medians[m].get(r["name"], 0.0) / tops[m]
+                                    for m in medians if m != metric and tops[m])
+                     for r in ran}  # fmt: skip
+        chosen = pick(
+            {r["name"]: _runs_of(r, metric) for r in ran},
+            {r["name"]: tuple(r["cost"]) for r in ran if r.get("cost") is not None},
+            tolerance=tolerance,
+            elsewhere=elsewhere,
+        )
+        row = next((r for r in ran if r["name"] == chosen.winner), None)
+        out[key] = {"meaning": meaning, "metric": metric, "name": chosen.winner,
+                    "release": row["release"] if row else None,
+                    "value": medians[metric].get(chosen.winner) if chosen.winner else None,
+                    "score": chosen.score, "best": chosen.best, "best_score": chosen.best_score,
+                    "tolerance": tolerance, "within_tolerance": list(chosen.within_tolerance),
+                    "within_noise": list(chosen.within_noise), "ties": list(chosen.ties),
+                    "notes": list(chosen.notes)}  # fmt: skip
+    return out

@@ -1,0 +1,247 @@
+"""`spec_sweep_grid`: axes and constraints expanded into named sweep points, each with the variables it deploys with.
+
+A grid is one sub-grid or a list of them (the field notes' sweep is two: block size 8 over budget x top-k x window,
+block size 16 over budgets 16 and 32). Constraints are Jinja2 expressions over the axis names, as Ansible's `when:`
+reads them, and a point is kept only where every one is true.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import jinja2
+
+# axis -> the sglang_service variable it sets (roles/sglang_service/defaults/main.yml)
+AXIS_VARS = {
+    "algorithm": "sglang_service_algorithm",
+    "block_size": "sglang_service_block_size",
+    "budget": "sglang_service_ddtree_budget",
+    "topk": "sglang_service_ddtree_topk",
+    "window": "sglang_service_draft_window",
+}
+ALGORITHMS = ("DFLASH", "DDTREE")  # the algorithms with a block, a budget and a window (the field notes' sweep)
+ORDERED_AXES = ("budget", "topk")  # along these throughput is unimodal (field notes: tok/s falls past budget 8)
+AXES = (*AXIS_VARS, "parallel")
+SUBGRID_KEYS = ("name", "axes", "constraints", "drafter", "parallel_presets", "vars")
+
+
+class GridError(ValueError):
+    """spec_sweep_grid cannot be expanded: the message names the entry, the axis and the fix."""
+
+
+@dataclass(frozen=True)
+class Drafter:
+    repo: str
+    revision: str | None = None
+
+
+@dataclass(frozen=True)
+class Point:
+    """One server config of the sweep: one launch."""
+
+    name: str
+    algorithm: str
+    block_size: int
+    budget: int | None
+    topk: int | None
+    window: int | None
+    parallel: str | None = None
+    drafter: Drafter | None = None
+    extra_vars: tuple[tuple[str, Any], ...] = field(default=())
+
+    @property
+    def verify_tokens(self) -> int:
+        """Tokens the target verifies per request and step: the step's cost (tree nodes + root, or the block)."""
+        return (self.budget or self.block_size - 1) + 1 if self.algorithm == "DDTREE" else self.block_size
+
+    def cost(self) -> tuple[int, int, int]:
+        """Cheaper first: the verify step's size, then the tree's branching, then the drafter's depth."""
+        return (self.verify_tokens, self.topk or 1, self.block_size)
+
+    def branch(self) -> tuple:
+        """The unordered coordinates: points of one branch differ only along ORDERED_AXES."""
+        return (self.algorithm, self.block_size, self.window, self.parallel, self.drafter)
+
+    def coords(self) -> tuple[int, int]:
+        return (self.budget or 0, self.topk or 0)
+
+    def key(self) -> dict[str, Any]:
+        """What identifies the point on disk (a row of another setting under the same name is not this point's)."""
+        return {"algorithm": self.algorithm, "block_size": self.block_size, "budget": self.budget, "topk": self.topk,
+                "window": self.window, "parallel": self.parallel,
+                "drafter": None if self.drafter is None else {"repo": self.drafter.repo,
+                                                              "revision": self.drafter.revision},
+                "vars": dict(self.extra_vars)}  # fmt: skip
+
+    def service_vars(self) -> dict[str, Any]:
+        """The sglang_service_* variables this point deploys with."""
+        values = {"algorithm": self.algorithm, "block_size": self.block_size, "budget": self.budget,
+                  "topk": self.topk, "window": self.window}  # fmt: skip
+        out = {AXIS_VARS[axis]: value for axis, value in values.items()}
+        out.update(dict(self.extra_vars))
+        return out
+
+
+def point_name(algorithm: str, block: int, budget: int | None, topk: int | None, *, window: int | None,
+               parallel: str | None) -> str:  # fmt: skip
+    name = f"bs{block}-b{budget}-t{topk}" if algorithm == "DDTREE" else f"{algorithm.lower()}-bs{block}"
+    if window is not None:
+        name += f"-w{window}"
+    if parallel:
+        name += f"-{parallel}"
+    return name
+
+
+def _where(index: int, grid_name: str | None) -> str:
+    return f"spec_sweep_grid[{index}]" + (f" ({grid_name})" if grid_name else "")
+
+
+def _check_axis(where: str, axis: str, values: object) -> list:
+    if axis not in AXES:
+        raise GridError(f"{where}.axes.{axis}: unknown axis; the axes are {', '.join(AXES)}.")
+    if not isinstance(values, list) or not values:
+        raise GridError(f"{where}.axes.{axis}: give a non-empty list of values (got {values!r}).")
+    if len({repr(v) for v in values}) != len(values):
+        raise GridError(f"{where}.axes.{axis}: values repeat ({values!r}); list each once.")
+    for value in values:
+        if axis == "algorithm":
+            if value not in ALGORITHMS:
+                raise GridError(f"{where}.axes.algorithm: {value!r} is not one of {', '.join(ALGORITHMS)}.")
+        elif axis == "parallel":
+            if not isinstance(value, str) or not value:
+                raise GridError(f"{where}.axes.parallel: {value!r} is not a preset name (a key of parallel_presets).")
+        elif axis == "window":
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise GridError(f"{where}.axes.window: {value!r} is not a window in tokens (a positive integer) "
+                                "or null (no window).")  # fmt: skip
+        elif isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise GridError(f"{where}.axes.{axis}: {value!r} is not a positive integer.")
+    return values
+
+
+def _drafter(where: str, raw: object) -> Drafter | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("repo"), str) or "/" not in raw["repo"]:
+        raise GridError(f"{where}.drafter: give {{repo: <org>/<name>, revision: <commit or tag>}} (got {raw!r}).")
+    unknown = set(raw) - {"repo", "revision"}
+    if unknown:
+        raise GridError(f"{where}.drafter: unknown key(s) {', '.join(sorted(unknown))}; only repo and revision.")
+    revision = raw.get("revision")
+    if revision is not None and not isinstance(revision, str):
+        raise GridError(f"{where}.drafter.revision: {revision!r} is not a commit or tag (a string).")
+    return Drafter(raw["repo"], revision)
+
+
+def _constraints(where: str, raw: object) -> list[tuple[str, Any]]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not all(isinstance(c, str) and c.strip() for c in raw):
+        raise GridError(f"{where}.constraints: give a list of expressions over the axes, e.g. 'topk <= budget'.")
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)  # constraints are not HTML
+    compiled = []
+    for text in raw:
+        try:
+            compiled.append((text, env.compile_expression(text)))
+        except jinja2.TemplateSyntaxError as error:
+            raise GridError(f"{where}.constraints: {text!r} is not an expression ({error.message}).") from error
+    return compiled
+
+
+def _subgrid(index: int, raw: object) -> list[Point]:
+    if not isinstance(raw, Mapping):
+        raise GridError(f"spec_sweep_grid[{index}]: give a mapping with axes (and optionally constraints, drafter, "
+                        f"parallel_presets, vars); got {raw!r}.")  # fmt: skip
+    where = _where(index, raw.get("name"))
+    unknown = set(raw) - set(SUBGRID_KEYS)
+    if unknown:
+        raise GridError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; "
+                        f"the keys are {', '.join(SUBGRID_KEYS)}.")
+    axes_raw = raw.get("axes")
+    if not isinstance(axes_raw, Mapping) or not axes_raw:
+        raise GridError(f"{where}.axes: give the axes to sweep, e.g. {{block_size: [8], budget: [4, 8]}}.")
+    axes = {axis: _check_axis(where, axis, values) for axis, values in axes_raw.items()}
+    axes.setdefault("algorithm", ["DDTREE"])
+    if "block_size" not in axes:
+        raise GridError(f"{where}.axes.block_size: missing; every point needs a block size.")
+    presets = raw.get("parallel_presets") or {}
+    if not isinstance(presets, Mapping):
+        raise GridError(f"{where}.parallel_presets: give a mapping of preset name -> sglang_service_* variables.")
+    for preset in axes.get("parallel", []):
+        if preset not in presets:
+            raise GridError(f"{where}.axes.parallel: preset {preset!r} is not in parallel_presets "
+                            f"({', '.join(presets) or 'none given'}).")  # fmt: skip
+    fixed = raw.get("vars") or {}
+    for where_vars, values in [(f"{where}.vars", fixed), *((f"{where}.parallel_presets.{k}", v)
+                                                         for k, v in presets.items())]:  # fmt: skip
+        if not isinstance(values, Mapping):
+            raise GridError(f"{where_vars}: give a mapping of sglang_service_* variables.")
+        bad = [k for k in values if not str(k).startswith("sglang_service_") or k in AXIS_VARS.values()
+               or k == "sglang_service_promote_on_success"]  # fmt: skip
+        if bad:
+            raise GridError(f"{where_vars}: {', '.join(map(str, bad))} cannot be set here: only sglang_service_* "
+                            "variables no axis sets, and never sglang_service_promote_on_success.")  # fmt: skip
+    drafter = _drafter(where, raw.get("drafter"))
+    constraints = _constraints(where, raw.get("constraints"))
+    names = list(axes)
+    points = []
+    for combo in itertools.product(*(axes[n] for n in names)):
+        values = dict(zip(names, combo, strict=True))
+        values.setdefault("budget", None)
+        values.setdefault("topk", None)
+        values.setdefault("window", None)
+        values.setdefault("parallel", None)
+        if values["algorithm"] != "DDTREE" and (values["budget"] is not None or values["topk"] is not None):
+            raise GridError(f"{where}.axes: budget and topk are DDTree settings; sweep them in a sub-grid whose "
+                            "algorithm is DDTREE only.")  # fmt: skip
+        keep = True
+        for text, expression in constraints:
+            try:
+                keep = bool(expression(**values))
+            except jinja2.UndefinedError as error:
+                raise GridError(f"{where}.constraints: {text!r} names something that is not an axis "
+                                f"({error.message}); the axes here are {', '.join(sorted(values))}.") from error
+            if not keep:
+                break
+        if not keep:
+            continue
+        extra = dict(fixed)
+        if values["parallel"]:
+            extra.update(presets[values["parallel"]])
+        points.append(Point(
+            name=point_name(values["algorithm"], values["block_size"], values["budget"], values["topk"],
+                            window=values["window"], parallel=values["parallel"]),
+            algorithm=values["algorithm"], block_size=values["block_size"], budget=values["budget"],
+            topk=values["topk"], window=values["window"], parallel=values["parallel"], drafter=drafter,
+            extra_vars=tuple(sorted(extra.items())),
+        ))  # fmt: skip
+    if not points:
+        raise GridError(f"{where}.constraints: no point of the axes meets every constraint; loosen one.")
+    return points
+
+
+def expand(grid: object) -> list[Point]:
+    """Every point of ``spec_sweep_grid`` in order (sub-grids in order, axes as listed, the last axis fastest)."""
+    subgrids: Sequence = grid if isinstance(grid, list) else [grid]
+    if not subgrids:
+        raise GridError("spec_sweep_grid: empty; give at least one sub-grid with axes.")
+    points = [p for i, sub in enumerate(subgrids) for p in _subgrid(i, sub)]
+    seen: dict[str, Point] = {}
+    for point in points:
+        if point.name in seen:
+            raise GridError(f"spec_sweep_grid: point {point.name} comes out of two sub-grids (or twice from one); "
+                            "give the sub-grids disjoint axes or constraints.")  # fmt: skip
+        seen[point.name] = point
+    return points
+
+
+def drafters(points: Sequence[Point]) -> list[Drafter]:
+    """The drafters the points name, once each, in order: all downloaded (and counted in the disk check) first."""
+    out: list[Drafter] = []
+    for point in points:
+        if point.drafter is not None and point.drafter not in out:
+            out.append(point.drafter)
+    return out

@@ -1,0 +1,94 @@
+"""A robust winner per use case: the cheapest config within a tolerance of the best noise-aware score.
+
+The score is vLLM's `tune_speculative_k` rule (fleet-reference.md, "Sweeps"): the median over runs minus
+1.4826 · MAD (the MAD scaled to a normal's standard deviation), so a config that won one lucky run does not win.
+Of the configs whose score is within ``tolerance`` (default 1 %) of the best, the cheapest wins (a smaller verify
+step, then fewer branches, then a shallower drafter); at equal cost the higher score, then the config better on the
+other use cases (so a config no better anywhere never wins a tie), then the earlier one. Every metric here is
+higher-is-better.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+MAD_TO_SIGMA = 1.4826
+DEFAULT_TOLERANCE = 0.01
+
+
+@dataclass(frozen=True)
+class Scored:
+    name: str
+    median: float
+    dispersion: float  # 1.4826 · MAD over runs; 0 with one run
+    runs: int
+
+    @property
+    def score(self) -> float:
+        return self.median - self.dispersion
+
+
+@dataclass(frozen=True)
+class Pick:
+    winner: str | None
+    score: float | None
+    best: str | None  # the highest score, which the winner may not be (it is the cheapest within tolerance)
+    best_score: float | None
+    within_tolerance: tuple[str, ...] = ()  # every config within tolerance of the best, winner included
+    within_noise: tuple[str, ...] = ()  # configs whose median ± dispersion overlaps the winner's
+    ties: tuple[str, ...] = ()  # configs as cheap as the winner and within tolerance
+    single_run: bool = False  # some candidate ran once: no noise estimate
+    notes: tuple[str, ...] = field(default=())
+
+
+def score(name: str, values: Sequence[float]) -> Scored:
+    if not values:
+        raise ValueError(f"config {name}: no value to score")
+    median = statistics.median(values)
+    mad = statistics.median([abs(v - median) for v in values])
+    return Scored(name, median, MAD_TO_SIGMA * mad if len(values) > 1 else 0.0, len(values))
+
+
+def pick(
+    values: Mapping[str, Sequence[float]],
+    cost: Mapping[str, tuple] | None = None,
+    *,
+    tolerance: float = DEFAULT_TOLERANCE,
+    elsewhere: Mapping[str, float] | None = None,
+) -> Pick:
+    """``values``: per config (in sweep order), its metric per run. ``cost``: per config, a sortable cost (absent:
+    all equal). ``elsewhere``: per config, how good it is on the other use cases (higher is better; breaks ties)."""
+    if not 0 <= tolerance < 1:
+        raise ValueError(f"tolerance {tolerance!r} must be a fraction in [0, 1), e.g. 0.01 for 1 %")
+    scored = [score(name, runs) for name, runs in values.items() if runs]
+    if not scored:
+        return Pick(None, None, None, None)
+    order = {s.name: i for i, s in enumerate(scored)}
+    cost = cost or {}
+    elsewhere = elsewhere or {}
+    best = max(scored, key=lambda s: (s.score, -order[s.name]))
+    floor = best.score - abs(best.score) * tolerance
+    close = [s for s in scored if s.score >= floor]
+
+    def rank(s: Scored) -> tuple:
+        return (cost.get(s.name, ()), -s.score, -elsewhere.get(s.name, 0.0), order[s.name])
+
+    winner = min(close, key=rank)
+    ties = tuple(s.name for s in close if s is not winner and cost.get(s.name, ()) == cost.get(winner.name, ()))
+    noise = tuple(s.name for s in scored if s is not winner
+                  and abs(s.median - winner.median) <= s.dispersion + winner.dispersion)  # fmt: skip
+    notes = []
+    if winner is not best:
+        notes.append(f"{best.name} scored highest ({best.score:.4g}); {winner.name} is cheaper and within "
+                     f"{tolerance:.0%} ({winner.score:.4g})")  # fmt: skip
+    if ties:
+        notes.append(f"as cheap and within {tolerance:.0%}: {', '.join(ties)}")
+    if noise:
+        notes.append(f"within noise of the winner: {', '.join(noise)}")
+    single = any(s.runs == 1 for s in scored)
+    if single:
+        notes.append("one run only for some configs: no noise estimate for them")
+    return Pick(winner.name, winner.score, best.name, best.score, tuple(s.name for s in close), noise, ties, single,
+                tuple(notes))

@@ -1,0 +1,113 @@
+"""Resuming a sweep from the rows on the controller: which points are finished, which must be launched again.
+
+A point is finished when its row says it ran with a complete benchmark (every run, every cell), that SGLang's
+resolver rejected it, or that it failed to start (a crash is an answer: launching it again costs another load and
+gives the same one). A row marked started, or one whose benchmark stopped part-way, is redone. A row whose point
+settings differ from the grid's point of that name (the grid was edited) is not this point's: redone too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ansible.module_utils.specgate.sweep.grid import Point
+from ansible.module_utils.specgate.sweep.pick import DEFAULT_TOLERANCE, score
+from ansible.module_utils.specgate.sweep.search import FAILED, Proposal, propose
+from ansible.module_utils.specgate.sweep.sweep_report import USE_CASES
+
+REPORT_FILES = ("sweep.json",)
+FINISHED_STATUSES = ("ok", "failed", "rejected")
+
+
+@dataclass(frozen=True)
+class ResumePlan:
+    finished: Mapping[str, Mapping]  # point name -> its row
+    todo: tuple[Point, ...]  # in grid order
+    redo: Mapping[str, str] = field(default_factory=dict)  # point name -> why its row does not count
+
+
+def load_rows(directory: Path) -> list[dict]:
+    """The rows written so far (one JSON file per point), in file name order; the report files are not rows."""
+    rows = []
+    for path in sorted(Path(directory).glob("*.json")):
+        if path.name in REPORT_FILES:
+            continue
+        try:
+            row = json.loads(path.read_text())
+        except json.JSONDecodeError as error:  # a write cut short by the kill that interrupted the sweep
+            rows.append({"name": path.stem.split("-", 1)[-1], "status": "started", "unreadable": str(error)})
+            continue
+        if isinstance(row, dict) and "name" in row:
+            rows.append(row)
+    return rows
+
+
+def status(row: Mapping) -> str:
+    if "status" in row:
+        return row["status"]
+    return "failed" if row.get("failed") else "ok"  # a v1 row: written only once its benchmark finished
+
+
+def why_not_finished(row: Mapping, point: Point) -> str | None:
+    if row.get("point") is not None and row["point"] != point.key():
+        return "its row was written for other settings under this name"
+    state = status(row)
+    if state not in FINISHED_STATUSES:
+        return f"its row says {state}: interrupted before its benchmark finished"
+    if state == "ok" and row.get("bench_complete") is False:
+        return "its benchmark stopped part-way (a run or a cell is missing)"
+    return None
+
+
+def plan(points: Sequence[Point], rows: Sequence[Mapping]) -> ResumePlan:
+    by_name: dict[str, Mapping] = {}
+    for row in rows:
+        by_name[row["name"]] = row  # a later file (a redo) wins
+    finished: dict[str, Mapping] = {}
+    redo: dict[str, str] = {}
+    for point in points:
+        row = by_name.get(point.name)
+        if row is None:
+            continue
+        reason = why_not_finished(row, point)
+        if reason is None:
+            finished[point.name] = row
+        else:
+            redo[point.name] = reason
+    return ResumePlan(finished, tuple(p for p in points if p.name not in finished), redo)
+
+
+def search_scores(finished: Mapping[str, Mapping]) -> dict[str, dict[str, float]]:
+    """Per finished point, the noise-aware score (pick.score) per use case metric; FAILED where it did not run."""
+    out: dict[str, dict[str, float]] = {}
+    for name, row in finished.items():
+        if status(row) != "ok":
+            out[name] = {metric: FAILED for _key, _meaning, metric in USE_CASES}
+            continue
+        runs = row.get("per_run") or {}
+        out[name] = {}
+        for _key, _meaning, metric in USE_CASES:
+            values = runs.get(metric) or ([row[metric]] if row.get(metric) is not None else [])
+            out[name][metric] = score(name, values).score if values else FAILED
+    return out
+
+
+@dataclass(frozen=True)
+class NextLaunch:
+    point: Point | None  # None: the sweep is done
+    resume: ResumePlan
+    proposal: Proposal | None  # the search's answer (search mode only)
+
+
+def next_to_launch(points: Sequence[Point], rows: Sequence[Mapping], *, search: bool,
+                   tolerance: float = DEFAULT_TOLERANCE) -> NextLaunch:  # fmt: skip
+    """What a sweep launches next, from the rows on disk alone: the first unfinished point (exhaustive), or the
+    search's first proposal (search mode). A resumed sweep asks the same question."""
+    resumed = plan(points, rows)
+    if not search:
+        return NextLaunch(resumed.todo[0] if resumed.todo else None, resumed, None)
+    proposal = propose(points, search_scores(resumed.finished), tolerance)
+    return NextLaunch(proposal.points[0] if proposal.points else None, resumed, proposal)

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Exhaustive grid vs the opt-in search on the sim: launches, sim wall time, and whether the winners are the same.
+
+Runs the field notes' grid (configs/sweeps/field-notes-grid.yml: block 8 over budget 4/8/12/16 x top-k 4/6 x
+window 2048/none; block 16 over budgets 16/32) both ways. A "launch" is one point's benchmark, measured by the sim's
+own engine (specgate_sim.sweepbench: the Engine the simulated server runs, sampled acceptance, no HTTP); the sweep
+logic is module_utils/specgate/sweep/ as the playbook runs it: each step asks resume.next_to_launch what to launch
+from the rows so far, exactly as a resumed sweep does.
+
+    scripts/bench_sweep_search.py [--runs 3] [--tolerance 0.01] [--json OUT]
+
+Exit status 0 when the search's per-use-case winners equal the exhaustive grid's with at most half its launches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import ansible.module_utils
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT / "module_utils") not in ansible.module_utils.__path__:
+    ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
+sys.path.insert(0, str(ROOT / "sim"))
+
+from ansible.module_utils.specgate.sweep.grid import Point, expand  # noqa: E402 - needs the path set above
+from ansible.module_utils.specgate.sweep.resume import next_to_launch  # noqa: E402
+from ansible.module_utils.specgate.sweep.sweep_report import robust_winners, summarize  # noqa: E402
+from specgate_sim.specmodel import SpecConfig  # noqa: E402
+from specgate_sim.sweepbench import bench_result  # noqa: E402
+
+GRID = ROOT / "configs" / "sweeps" / "field-notes-grid.yml"
+TRAINED_BLOCK_SIZE = 8  # the field notes' drafter (kimi-k26-dflash-b8): bs16 drafts past its training
+# The field notes' benchmark matrix, cut to its corners: short and long context, C=1 and high concurrency.
+SETS = ("code", "math", "chat")
+CONTEXTS = (512, 32768)
+CONCURRENCY = (1, 64)
+
+
+@dataclass
+class ModeResult:
+    mode: str
+    launches: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+    rows: list[dict] = field(default_factory=list)
+    winners: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    pruned: dict = field(default_factory=dict)
+
+
+def sim_launch(point: Point, runs: int) -> dict:
+    """One launch on the sim: the point's benchmark, as the sweep keeps it (row + cost + settings)."""
+    cfg = SpecConfig(point.algorithm, point.block_size, TRAINED_BLOCK_SIZE, point.budget or point.block_size - 1,
+                     point.topk or 1, window=point.window)  # fmt: skip
+    bench = bench_result(cfg, sets=SETS, contexts=CONTEXTS, concurrency=CONCURRENCY, runs=runs)
+    row = summarize(point.name, f"sim-{point.name}", bench)
+    row.update(status="ok", point=point.key(), cost=list(point.cost()), vars=point.service_vars(),
+               trained_block_size=TRAINED_BLOCK_SIZE)  # fmt: skip
+    return row
+
+
+def run_mode(points: Sequence[Point], launch: Callable[[Point], dict], *, search: bool, tolerance: float,
+             rows: Sequence[Mapping] = ()) -> ModeResult:  # fmt: skip
+    result = ModeResult("search" if search else "exhaustive", rows=[dict(r) for r in rows])
+    started = time.monotonic()
+    while True:
+        step = next_to_launch(points, result.rows, search=search, tolerance=tolerance)
+        if step.point is None:
+            if step.proposal is not None:
+                result.notes = list(step.proposal.notes)
+                result.pruned = dict(step.proposal.pruned)
+            break
+        result.launches.append(step.point.name)
+        result.rows.append(launch(step.point))
+    result.wall_s = time.monotonic() - started
+    result.winners = robust_winners(result.rows, tolerance)
+    return result
+
+
+def winner_names(result: ModeResult) -> dict[str, str | None]:
+    return {key: w["name"] for key, w in result.winners.items()}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3, help="benchmark runs per point (the noise-aware score needs 3)")
+    parser.add_argument("--tolerance", type=float, default=0.01)
+    parser.add_argument("--json", type=Path, help="write both modes' launches, times and winners here")
+    args = parser.parse_args(argv)
+    points = expand(yaml.safe_load(GRID.read_text())["spec_sweep_grid"])
+    results = [run_mode(points, lambda p: sim_launch(p, args.runs), search=s, tolerance=args.tolerance)
+               for s in (False, True)]  # fmt: skip
+    exhaustive, search = results
+    for r in results:
+        print(f"{r.mode:>10}: {len(r.launches):2d} launches, sim wall time {r.wall_s:.1f} s")
+        for key, w in r.winners.items():
+            print(f"{'':12}{key}: {w['name']} ({w['metric']} {w['value']:.2f})")
+            for note in w["notes"]:
+                print(f"{'':14}- {note}")
+    print(f"search launched: {', '.join(search.launches)}")
+    for label, why in search.pruned.items():
+        print(f"pruned: {label}: {why}")
+    for note in search.notes:
+        print(f"could have missed: {note}")
+    same = winner_names(exhaustive) == winner_names(search)
+    ratio = len(search.launches) / len(exhaustive.launches)
+    print(f"winners identical: {'yes' if same else 'NO'}; launches {len(search.launches)}/{len(exhaustive.launches)} "
+          f"= {ratio:.2f}x (goal <= 0.5x)")  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps([{"mode": r.mode, "launches": r.launches, "wall_s": r.wall_s,
+                                          "winners": r.winners, "notes": r.notes, "pruned": r.pruned}
+                                         for r in results], indent=1))  # fmt: skip
+    return 0 if same and ratio <= 0.5 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from ansible.module_utils.specgate.sweep.pick import DEFAULT_TOLERANCE, pick
 
@@ -186,3 +187,56 @@ def robust_winners(rows: Sequence[Mapping], tolerance: float = DEFAULT_TOLERANCE
                     "within_noise": list(chosen.within_noise), "ties": list(chosen.ties),
                     "notes": list(chosen.notes)}  # fmt: skip
     return out
+
+
+def ood_warning(row: Mapping) -> str | None:
+    """A drafter asked to draft deeper than its trained block (field notes: it gains only a little)."""
+    point, trained = row.get("point") or {}, row.get("trained_block_size")
+    block = point.get("block_size")
+    if block is None or trained is None or block <= trained:
+        return None
+    return (f"block size {block} is past the drafter's trained block size {trained}: out of distribution, "
+            "depths past the training gain little")  # fmt: skip
+
+
+def inventory_snippet(row: Mapping) -> str:
+    """The host_vars that deploy this config (its sglang_service_* settings and, if it names one, its drafter)."""
+    import yaml  # controller-side only: the report is written on the controller
+
+    values = dict(row.get("vars") or {})
+    drafter = (row.get("point") or {}).get("drafter")
+    if drafter:
+        values["model_weights_drafter_repo"] = drafter["repo"]
+        values["model_weights_drafter_revision"] = drafter.get("revision")
+    return yaml.safe_dump(values, sort_keys=True, default_flow_style=False).rstrip()
+
+
+def sweep_report_markdown(sweep_id: str, host: str, rows: Sequence[Mapping], best: Mapping[str, Mapping], *,
+                          plots: Sequence[str] = (), launches: Mapping | None = None) -> str:  # fmt: skip
+    """sweep.md: the winners (robust pick, with ties and noise said), how to deploy each, the rows, the plots."""
+    lines = [sweep_markdown(sweep_id, host, rows, best).rstrip(), ""]
+    if launches:
+        lines += [f"Launches: {launches.get('launched')} of {launches.get('points')} grid points "
+                  f"({launches.get('mode')} mode).", ""]  # fmt: skip
+    by_name = {r["name"]: r for r in rows}
+    for key, _meaning, _metric in USE_CASES:
+        win = best[key]
+        lines.append(f"## {key}: {win['name'] or 'no winner'}")
+        for note in win.get("notes", []):
+            lines.append(f"- {note}")
+        row = by_name.get(win["name"] or "")
+        if row is not None:
+            warning = ood_warning(row)
+            if warning:
+                lines.append(f"- WARNING: {warning}")
+            lines += ["", "```yaml", inventory_snippet(row), "```"]
+        lines.append("")
+    skipped = [r for r in rows if r.get("status") == "rejected"]
+    if skipped:
+        lines += ["## Skipped (SGLang rejected the settings; never launched)", ""]
+        lines += [f"- {r['name']}: {r.get('reason', '')}" for r in skipped]
+        lines.append("")
+    if plots:
+        lines += ["## Plots", ""]
+        lines += [f"![{Path(p).stem}]({Path(p).name})" for p in plots]
+    return "\n".join(lines).rstrip() + "\n"

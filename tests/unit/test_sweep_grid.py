@@ -1,0 +1,71 @@
+"""spec_sweep_grid: axes and constraints expand into named points; bad input is refused naming the axis."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from ansible.module_utils.specgate.sweep.grid import Drafter, GridError, drafters, expand
+
+pytestmark = pytest.mark.host
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_field_notes_grid_expands_to_the_field_notes_points():
+    points = expand(yaml.safe_load((ROOT / "configs/sweeps/field-notes-grid.yml").read_text())["spec_sweep_grid"])
+    names = [p.name for p in points]
+    assert len(points) == 18
+    assert names[:2] == ["bs8-b4-t4-w2048", "bs8-b4-t4"]
+    assert names[-2:] == ["bs16-b16-t4", "bs16-b32-t8"]
+    b8 = next(p for p in points if p.name == "bs8-b8-t4")
+    assert b8.service_vars() == {"sglang_service_algorithm": "DDTREE", "sglang_service_block_size": 8,
+                                 "sglang_service_ddtree_budget": 8, "sglang_service_ddtree_topk": 4,
+                                 "sglang_service_draft_window": None}  # fmt: skip
+    assert b8.cost() < next(p for p in points if p.name == "bs8-b8-t6").cost()
+
+
+def test_parallel_presets_and_drafters_are_carried_and_every_drafter_listed_once():
+    grid = [
+        {"axes": {"block_size": [8], "budget": [8], "topk": [4], "parallel": ["tp8", "tp4"]},
+         "parallel_presets": {"tp8": {"sglang_service_tp_size": 8}, "tp4": {"sglang_service_tp_size": 4}},
+         "drafter": {"repo": "org/d8", "revision": "abc"}},
+        {"axes": {"algorithm": ["DFLASH"], "block_size": [16]}, "drafter": {"repo": "org/d16"}},
+    ]  # fmt: skip
+    points = expand(grid)
+    assert [p.name for p in points] == ["bs8-b8-t4-tp8", "bs8-b8-t4-tp4", "dflash-bs16"]
+    assert points[1].service_vars()["sglang_service_tp_size"] == 4
+    assert drafters(points) == [Drafter("org/d8", "abc"), Drafter("org/d16", None)]
+
+
+@pytest.mark.parametrize(
+    ("grid", "message"),
+    [
+        ({"axes": {"block_size": [8], "depth": [3]}}, r"spec_sweep_grid\[0\]\.axes\.depth: unknown axis"),
+        ({"axes": {"block_size": [8], "budget": []}}, r"axes\.budget: give a non-empty list"),
+        ({"axes": {"block_size": [8], "budget": [0]}}, r"axes\.budget: 0 is not a positive integer"),
+        ({"axes": {"block_size": [8], "window": ["big"]}}, r"axes\.window: 'big' is not a window"),
+        ({"axes": {"block_size": [8, 8]}}, r"axes\.block_size: values repeat"),
+        ({"axes": {"budget": [8]}}, r"axes\.block_size: missing"),
+        ({"axes": {"algorithm": ["MEDUSA"], "block_size": [8]}}, r"axes\.algorithm: 'MEDUSA' is not one of"),
+        ({"axes": {"block_size": [8], "budget": [4]}, "constraints": ["budget >"]}, r"constraints: 'budget >' is not"),
+        ({"axes": {"block_size": [8], "budget": [4]}, "constraints": ["depth > 1"]}, r"not an axis"),
+        ({"axes": {"block_size": [8], "budget": [4]}, "constraints": ["budget > 4"]}, r"no point .* meets"),
+        ({"axes": {"block_size": [8], "parallel": ["tp8"]}}, r"axes\.parallel: preset 'tp8' is not in"),
+        ({"axes": {"block_size": [8]}, "drafter": {"repo": "nope"}}, r"\.drafter: give \{repo"),
+        ({"axes": {"block_size": [8]}, "vars": {"model_weights_dir": "/x"}}, r"\.vars: model_weights_dir cannot"),
+        ({"axes": {"block_size": [8]}, "colour": 1}, r"unknown key\(s\) colour"),
+        ([], r"spec_sweep_grid: empty"),
+        ([{"axes": {"block_size": [8]}}, {"axes": {"block_size": [8]}}], r"point .* comes out of two sub-grids"),
+    ],
+)
+def test_bad_grids_are_refused_naming_the_entry_and_the_axis(grid, message):
+    with pytest.raises(GridError, match=message):
+        expand(grid)
+
+
+def test_constraints_keep_only_the_points_where_all_hold():
+    points = expand({"axes": {"block_size": [16], "budget": [16, 32], "topk": [4, 8]},
+                     "constraints": ["topk * 4 == budget"]})  # fmt: skip
+    assert [p.name for p in points] == ["bs16-b16-t4", "bs16-b32-t8"]

@@ -1,0 +1,54 @@
+"""Resume: finished points are not launched again; started and part-benchmarked points are redone."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from ansible.module_utils.specgate.sweep.resume import load_rows, next_to_launch, plan
+from ansible.module_utils.specgate.sweep.sweep_report import failed_row
+from sweep_fakes import bench_script, lattice, synthetic_row
+
+pytestmark = pytest.mark.host
+
+
+def write_rows(directory, rows):
+    for i, row in enumerate(rows):
+        (directory / f"{i + 1:02d}-{row['name']}.json").write_text(json.dumps(row))
+
+
+@pytest.mark.parametrize("search", [False, True])
+def test_a_kill_between_points_then_a_resume_launches_only_the_rest(tmp_path, search):
+    script = bench_script()
+    points = lattice()
+    whole = script.run_mode(points, synthetic_row, search=search, tolerance=0.01)
+    write_rows(tmp_path, whole.rows[:3])  # the sweep was killed after its third point
+    resumed = script.run_mode(points, synthetic_row, search=search, tolerance=0.01, rows=load_rows(tmp_path))
+    assert resumed.launches == whole.launches[3:]
+    assert script.winner_names(resumed) == script.winner_names(whole)
+
+
+def test_a_point_killed_mid_bench_is_redone_and_nothing_else(tmp_path):
+    points = lattice()
+    done = [synthetic_row(p) for p in points[:2]]
+    started = {"name": points[2].name, "status": "started", "point": points[2].key()}
+    partial = {**synthetic_row(points[3]), "bench_complete": False}
+    write_rows(tmp_path, [*done, started, partial])
+    (tmp_path / "05-cut.json").write_text('{"name": "cut", ')  # a write the kill cut short
+    (tmp_path / "sweep.json").write_text("{}")
+    resumed = plan(points, load_rows(tmp_path))
+    assert set(resumed.finished) == {points[0].name, points[1].name}
+    assert "interrupted" in resumed.redo[points[2].name]
+    assert "part-way" in resumed.redo[points[3].name]
+    assert next_to_launch(points, load_rows(tmp_path), search=False).point == points[2]
+
+
+def test_crashed_and_rejected_points_are_finished_but_other_settings_under_the_name_are_not():
+    points = lattice()
+    crashed = {**failed_row(points[0].name, None, "did not become ready"), "point": points[0].key()}
+    rejected = {"name": points[1].name, "failed": True, "status": "rejected", "reason": "SGLang: bad topk",
+                "point": points[1].key()}  # fmt: skip
+    edited = {**synthetic_row(points[2]), "point": {**points[2].key(), "budget": 99}}
+    resumed = plan(points, [crashed, rejected, edited])
+    assert set(resumed.finished) == {points[0].name, points[1].name}
+    assert "other settings" in resumed.redo[points[2].name]

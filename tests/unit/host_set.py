@@ -27,6 +27,10 @@ CONTROLLER_ONLY = {
     "test_spec_gate_accept_ceiling": "a filter plugin: controller-side, judged in the settings check",
     "test_shipped_configs": "validates configs/, which the controller renders",
     "test_sglang_flags_contract": "reads roles/ YAML",
+    "test_sweep_field_notes": "drives the sweep (controller-side) over the sim's engine (specgate_sim)",
+    "test_sweep_plots": "matplotlib draws the sweep report on the controller",
+    "test_sweep_resume": "drives the sweep (controller-side) through scripts/bench_sweep_search.py and the sim",
+    "test_sweep_search": "drives the sweep (controller-side) through scripts/bench_sweep_search.py and the sim",
     "test_troubleshooting": "scripts/gen_troubleshooting.py reads roles/ YAML and the docs on the controller",
     "test_variable_names": "a filter plugin: controller-side, judged by preflight on the controller",
 }

@@ -63,7 +63,8 @@ def test_the_plots_are_written_as_non_empty_png_and_embedded_in_sweep_md(rows, t
     assert len(paths) == 1 + 4 + 1
     for path in paths:
         data = path.read_bytes()
-        assert data.startswith(PNG_MAGIC) and len(data) > 5000, path
+        assert data.startswith(PNG_MAGIC), path
+        assert len(data) > 5000, path
     best = robust_winners(rows)
     md = sweep_report_markdown("s1", "ct200", rows, best, plots=[str(p) for p in paths])
     for path in paths:

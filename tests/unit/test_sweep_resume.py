@@ -9,8 +9,6 @@ from ansible.module_utils.specgate.sweep.resume import load_rows, next_to_launch
 from ansible.module_utils.specgate.sweep.sweep_report import failed_row
 from sweep_fakes import bench_script, lattice, synthetic_row
 
-pytestmark = pytest.mark.host
-
 
 def write_rows(directory, rows):
     for i, row in enumerate(rows):

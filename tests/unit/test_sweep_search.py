@@ -8,8 +8,6 @@ from ansible.module_utils.specgate.sweep.grid import expand
 from ansible.module_utils.specgate.sweep.search import FAILED, neighbour, propose
 from sweep_fakes import bench_script, lattice, synthetic_row
 
-pytestmark = pytest.mark.host
-
 
 def test_neighbours_follow_the_ordered_axes_and_a_constraint_that_ties_them():
     points = lattice()

@@ -7,7 +7,7 @@ own engine (specgate_sim.sweepbench: the Engine the simulated server runs, sampl
 logic is module_utils/specgate/sweep/ as the playbook runs it: each step asks resume.next_to_launch what to launch
 from the rows so far, exactly as a resumed sweep does.
 
-    scripts/bench_sweep_search.py [--runs 3] [--tolerance 0.01] [--json OUT]
+    scripts/bench_sweep_search.py [--runs 3] [--tolerance 0.01] [--seed 0] [--json OUT] [--report DIR] [--quiet]
 
 Exit status 0 when the search's per-use-case winners equal the exhaustive grid's with at most half its launches.
 """
@@ -31,8 +31,17 @@ if str(ROOT / "module_utils") not in ansible.module_utils.__path__:
 sys.path.insert(0, str(ROOT / "sim"))
 
 from ansible.module_utils.specgate.sweep.grid import Point, expand  # noqa: E402 - needs the path set above
+from ansible.module_utils.specgate.sweep.plots import write_plots  # noqa: E402
+from ansible.module_utils.specgate.sweep.progress import progress_line  # noqa: E402
 from ansible.module_utils.specgate.sweep.resume import next_to_launch  # noqa: E402
-from ansible.module_utils.specgate.sweep.sweep_report import robust_winners, summarize  # noqa: E402
+from ansible.module_utils.specgate.sweep.sweep_report import (  # noqa: E402
+    failed_row,
+    rejected_row,
+    robust_winners,
+    summarize,
+    sweep_document,
+    sweep_report_markdown,
+)
 from specgate_sim.specmodel import SpecConfig  # noqa: E402
 from specgate_sim.sweepbench import bench_result  # noqa: E402
 
@@ -55,11 +64,11 @@ class ModeResult:
     pruned: dict = field(default_factory=dict)
 
 
-def sim_launch(point: Point, runs: int) -> dict:
+def sim_launch(point: Point, runs: int, seed: int = 0) -> dict:
     """One launch on the sim: the point's benchmark, as the sweep keeps it (row + cost + settings)."""
     cfg = SpecConfig(point.algorithm, point.block_size, TRAINED_BLOCK_SIZE, point.budget or point.block_size - 1,
                      point.topk or 1, window=point.window)  # fmt: skip
-    bench = bench_result(cfg, sets=SETS, contexts=CONTEXTS, concurrency=CONCURRENCY, runs=runs)
+    bench = bench_result(cfg, sets=SETS, contexts=CONTEXTS, concurrency=CONCURRENCY, runs=runs, seed=seed)
     row = summarize(point.name, f"sim-{point.name}", bench)
     row.update(status="ok", point=point.key(), cost=list(point.cost()), vars=point.service_vars(),
                trained_block_size=TRAINED_BLOCK_SIZE)  # fmt: skip
@@ -67,9 +76,20 @@ def sim_launch(point: Point, runs: int) -> dict:
 
 
 def run_mode(points: Sequence[Point], launch: Callable[[Point], dict], *, search: bool, tolerance: float,
-             rows: Sequence[Mapping] = ()) -> ModeResult:  # fmt: skip
+             rows: Sequence[Mapping] = (), resolve: Callable[[Point], str | None] | None = None,
+             say: Callable[[str], None] | None = None) -> ModeResult:  # fmt: skip
+    """The sweep's loop as the playbook runs it: every point resolved first (a rejected one recorded, never launched),
+    then one launch at a time, each chosen from the rows so far; a launch that fails is recorded and the loop goes on.
+    ``resolve`` answers SGLang's rejection message or None; ``say`` gets the progress line as each point starts."""
     result = ModeResult("search" if search else "exhaustive", rows=[dict(r) for r in rows])
     started = time.monotonic()
+    if resolve is not None:
+        done = {r["name"] for r in result.rows}
+        for point in points:
+            message = None if point.name in done else resolve(point)
+            if message is not None:
+                result.rows.append(rejected_row(point.name, point.key(), message))
+    durations: list[float] = []
     while True:
         step = next_to_launch(points, result.rows, search=search, tolerance=tolerance)
         if step.point is None:
@@ -77,11 +97,33 @@ def run_mode(points: Sequence[Point], launch: Callable[[Point], dict], *, search
                 result.notes = list(step.proposal.notes)
                 result.pruned = dict(step.proposal.pruned)
             break
+        if say is not None:
+            say(progress_line(len(result.launches) + 1, len(points), step.point.name, time.monotonic() - started,
+                              durations, search=search))  # fmt: skip
         result.launches.append(step.point.name)
-        result.rows.append(launch(step.point))
+        began = time.monotonic()
+        try:
+            row = launch(step.point)
+        except Exception as error:  # any failure to start or benchmark is that point's row
+            row = failed_row(step.point.name, None, f"{type(error).__name__}: {error}", step.point.key())
+        durations.append(time.monotonic() - began)
+        result.rows.append(row)
     result.wall_s = time.monotonic() - started
     result.winners = robust_winners(result.rows, tolerance)
     return result
+
+
+def write_report(directory: Path, result: ModeResult, points: int) -> list[Path]:
+    """What the sweep leaves on the controller: sweep.md embedding the plots, sweep.json, the PNGs."""
+    plots = write_plots(result.rows, directory)
+    launches = {"mode": result.mode, "launched": len(result.launches), "points": points, "pruned": result.pruned,
+                "notes": result.notes}  # fmt: skip
+    paths = [str(p) for p in plots]
+    (directory / "sweep.md").write_text(
+        sweep_report_markdown("field-notes", "sim", result.rows, result.winners, plots=paths, launches=launches))
+    doc = sweep_document("field-notes", "sim", result.rows, result.winners, plots=paths, launches=launches)
+    (directory / "sweep.json").write_text(json.dumps(doc, indent=1) + "\n")
+    return [directory / "sweep.md", directory / "sweep.json", *plots]
 
 
 def winner_names(result: ModeResult) -> dict[str, str | None]:
@@ -92,11 +134,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3, help="benchmark runs per point (the noise-aware score needs 3)")
     parser.add_argument("--tolerance", type=float, default=0.01)
+    parser.add_argument("--seed", type=int, default=0, help="the sim's request seed (another draw of the noise)")
     parser.add_argument("--json", type=Path, help="write both modes' launches, times and winners here")
+    parser.add_argument("--report", type=Path, help="write each mode's sweep.md, sweep.json and plots under DIR/<mode>")
+    parser.add_argument("--quiet", action="store_true", help="leave out the progress line printed per point")
     args = parser.parse_args(argv)
     points = expand(yaml.safe_load(GRID.read_text())["spec_sweep_grid"])
-    results = [run_mode(points, lambda p: sim_launch(p, args.runs), search=s, tolerance=args.tolerance)
+    say = None if args.quiet else print
+    results = [run_mode(points, lambda p: sim_launch(p, args.runs, args.seed), search=s, tolerance=args.tolerance,
+                        say=say)
                for s in (False, True)]  # fmt: skip
+    if args.report:
+        for r in results:
+            write_report(args.report / r.mode, r, len(points))
     exhaustive, search = results
     for r in results:
         print(f"{r.mode:>10}: {len(r.launches):2d} launches, sim wall time {r.wall_s:.1f} s")

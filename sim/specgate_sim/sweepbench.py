@@ -56,9 +56,14 @@ def bench_cell(
         for i in range(requests)
     ]
 
+    # the benchmark client keeps ``concurrency`` requests in flight and sends the next as one finishes, so a
+    # request's TTFT starts when it is sent, not when the cell starts
+    slots = asyncio.Semaphore(plan.concurrency)
+
     async def one(job: Job) -> None:
-        async for _ in engine.generate(job):
-            pass
+        async with slots:
+            async for _ in engine.generate(job):
+                pass
 
     async def drive() -> None:
         engine.start()

@@ -14,6 +14,7 @@ def test_a_c1_cell_measures_what_the_model_expects():
     assert cell["accept_length_request"] == pytest.approx(expected.accept_length, rel=0.1)
     assert 1000.0 / cell["tpot"]["p50_ms"] == pytest.approx(expected.tokens_per_s, rel=0.15)
     assert cell["output_tokens"] == 12 * 300
+    assert cell["ttft"]["p50_ms"] < 200.0  # one request in flight at a time: no queueing in the TTFT
 
 
 def test_concurrency_raises_throughput_and_a_result_has_every_cell_of_every_run():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from ansible.module_utils.specgate.sweep.grid import expand
 from ansible.module_utils.specgate.sweep.plots import (
@@ -11,7 +13,12 @@ from ansible.module_utils.specgate.sweep.plots import (
     throughput_figure,
     write_plots,
 )
-from ansible.module_utils.specgate.sweep.sweep_report import failed_row, robust_winners, sweep_report_markdown
+from ansible.module_utils.specgate.sweep.sweep_report import (
+    failed_row,
+    robust_winners,
+    sweep_document,
+    sweep_report_markdown,
+)
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -66,7 +73,17 @@ def test_the_plots_are_written_as_non_empty_png_and_embedded_in_sweep_md(rows, t
         assert data.startswith(PNG_MAGIC), path
         assert len(data) > 5000, path
     best = robust_winners(rows)
-    md = sweep_report_markdown("s1", "ct200", rows, best, plots=[str(p) for p in paths])
+    launches = {"mode": "search", "launched": 3, "points": 4, "pruned": {"ddtree bs8 window 2048": "dominated"},
+                "notes": ["speed_c1_short: flat within 1% from a to b"]}  # fmt: skip
+    md = sweep_report_markdown("s1", "ct200", rows, best, plots=[str(p) for p in paths], launches=launches)
+    assert "Launches: 3 of 4 grid points (search mode)." in md
+    assert "the search could have missed a winner here: speed_c1_short: flat" in md
+    doc = sweep_document("s1", "ct200", rows, best, plots=[str(p) for p in paths], launches=launches)
+    json.dumps(doc)  # sweep.json is plain JSON
+    assert doc["plots"] == [p.name for p in paths]
+    assert doc["winners"]["long_context"]["ood_warning"].startswith("block size 16 is past")
+    assert "sglang_service_block_size: 16" in doc["winners"]["long_context"]["inventory"]
+    assert doc["winners"]["latency"]["ood_warning"] is None
     for path in paths:
         assert f"({path.name})" in md
     assert "## long_context: bs16-b32-tNone" in md

@@ -50,3 +50,47 @@ def test_crashed_and_rejected_points_are_finished_but_other_settings_under_the_n
     resumed = plan(points, [crashed, rejected, edited])
     assert set(resumed.finished) == {points[0].name, points[1].name}
     assert "other settings" in resumed.redo[points[2].name]
+
+
+@pytest.mark.parametrize("search", [False, True])
+def test_a_point_sglang_rejects_is_skipped_with_its_message_and_never_launched(search):
+    script = bench_script()
+    points = lattice()
+    rejected = {"bs8-b4-t4-w2048", "bs8-b8-t4"}
+
+    def resolve(point):
+        return "speculative_eagle_topk must be <= 8" if point.name in rejected else None
+
+    result = script.run_mode(points, synthetic_row, search=search, tolerance=0.01, resolve=resolve)
+    assert not rejected & set(result.launches)
+    rows = {r["name"]: r for r in result.rows}
+    for name in rejected:
+        assert rows[name]["status"] == "rejected"
+        assert rows[name]["reason"] == "SGLang rejected it: speculative_eagle_topk must be <= 8"
+    assert result.winners["latency"]["name"] not in rejected
+    again = script.run_mode(points, synthetic_row, search=search, tolerance=0.01, rows=result.rows, resolve=resolve)
+    assert again.launches == []
+
+
+@pytest.mark.parametrize("search", [False, True])
+def test_a_point_that_crashes_on_start_is_recorded_and_the_sweep_goes_on(search):
+    script = bench_script()
+    points = lattice()
+
+    def launch(point):
+        if point.name == "bs8-b8-t4":
+            raise RuntimeError("the server did not become ready: CUDA out of memory")
+        return synthetic_row(point)
+
+    lines: list[str] = []
+    result = script.run_mode(points, launch, search=search, tolerance=0.01, say=lines.append)
+    crashed = next(r for r in result.rows if r["name"] == "bs8-b8-t4")
+    assert crashed["status"] == "failed"
+    assert "CUDA out of memory" in crashed["reason"]
+    assert result.launches.index("bs8-b8-t4") < len(result.launches) - 1  # launches went on after it
+    assert result.winners["latency"]["name"] != "bs8-b8-t4"
+    assert len(lines) == len(result.launches)
+    assert lines[0].startswith("sweep point 1 of ")
+    assert "ETA after the first launch" in lines[0]
+    assert "ETA" in lines[1]
+    assert "launch(es) measured" in lines[1]

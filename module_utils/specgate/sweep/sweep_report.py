@@ -102,8 +102,21 @@ def bench_complete(bench: Mapping) -> bool:
     return all(run.get("finished_at") and (not expected or len(run.get("cells", [])) >= expected) for run in runs)
 
 
-def failed_row(name: str, release: str | None, reason: str) -> dict:
-    return {"name": name, "release": release or "", "failed": True, "reason": reason}
+def failed_row(name: str, release: str | None, reason: str, point: Mapping | None = None) -> dict:
+    """A config that failed to deploy, start or benchmark: recorded, and the sweep goes on."""
+    row = {"name": name, "release": release or "", "failed": True, "status": "failed", "reason": reason}
+    if point is not None:
+        row["point"] = dict(point)
+    return row
+
+
+def rejected_row(name: str, point: Mapping | None, message: str) -> dict:
+    """A point SGLang's resolver rejected before any launch: skipped, with SGLang's message, never launched."""
+    row = {"name": name, "release": "", "failed": True, "status": "rejected",
+           "reason": f"SGLang rejected it: {message}"}  # fmt: skip
+    if point is not None:
+        row["point"] = dict(point)
+    return row
 
 
 def winners(rows: Sequence[Mapping]) -> dict[str, dict]:
@@ -213,11 +226,15 @@ def inventory_snippet(row: Mapping) -> str:
 
 def sweep_report_markdown(sweep_id: str, host: str, rows: Sequence[Mapping], best: Mapping[str, Mapping], *,
                           plots: Sequence[str] = (), launches: Mapping | None = None) -> str:  # fmt: skip
-    """sweep.md: the winners (robust pick, with ties and noise said), how to deploy each, the rows, the plots."""
+    """sweep.md: the winners (robust pick, with ties and noise said), how to deploy each, the rows, the plots.
+    ``launches``: {mode, launched, points, pruned: {branch: why}, notes: [where the search could have missed]}."""
     lines = [sweep_markdown(sweep_id, host, rows, best).rstrip(), ""]
     if launches:
         lines += [f"Launches: {launches.get('launched')} of {launches.get('points')} grid points "
                   f"({launches.get('mode')} mode).", ""]  # fmt: skip
+        lines += [f"- not expanded: {branch}: {why}" for branch, why in (launches.get("pruned") or {}).items()]
+        lines += [f"- the search could have missed a winner here: {note}" for note in launches.get("notes") or []]
+        lines.append("")
     by_name = {r["name"]: r for r in rows}
     for key, _meaning, _metric in USE_CASES:
         win = best[key]
@@ -240,3 +257,16 @@ def sweep_report_markdown(sweep_id: str, host: str, rows: Sequence[Mapping], bes
         lines += ["## Plots", ""]
         lines += [f"![{Path(p).stem}]({Path(p).name})" for p in plots]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def sweep_document(sweep_id: str, host: str, rows: Sequence[Mapping], best: Mapping[str, Mapping], *,
+                   plots: Sequence[str] = (), launches: Mapping | None = None) -> dict:  # fmt: skip
+    """sweep.json: the rows, the robust winners (with their inventory snippets and OOD warnings), the plots."""
+    by_name = {r["name"]: r for r in rows}
+    winners_out = {}
+    for key, win in best.items():
+        row = by_name.get(win.get("name") or "")
+        winners_out[key] = {**win, "inventory": inventory_snippet(row) if row else None,
+                            "ood_warning": ood_warning(row) if row else None}  # fmt: skip
+    return {"sweep": sweep_id, "host": host, "rows": list(rows), "winners": winners_out,
+            "plots": [Path(p).name for p in plots], "launches": dict(launches or {})}  # fmt: skip

@@ -53,3 +53,23 @@ def test_a_flat_step_is_said_as_a_possible_miss():
     proposal = propose(points, scores)
     assert proposal.points == ()
     assert any("flat within 1%" in n and "bs8-b12-tNone" in n for n in proposal.notes)
+
+
+def test_a_branch_is_not_pruned_because_its_shared_point_crashed():
+    points = lattice()
+    good = synthetic_row(next(p for p in points if p.name == "bs8-b4-t4"))
+    scores = {"bs8-b4-t4-w2048": {"speed_c1_short": FAILED, "accept_long": FAILED, "tok_s_cmax": FAILED},
+              "bs8-b4-t4": {m: good["per_run"][m][0] for m in good["per_run"]}}  # fmt: skip
+    proposal = propose(points, scores)
+    assert proposal.pruned == {}
+    assert "bs8-b8-t4-w2048" in [p.name for p in proposal.points]
+
+
+def test_a_branch_beaten_on_every_use_case_at_a_shared_point_is_pruned():
+    points = lattice()
+    rows = {p.name: synthetic_row(p) for p in points if p.name in ("bs8-b4-t4", "bs8-b4-t4-w2048")}
+    scores = {name: {m: row["per_run"][m][0] for m in row["per_run"]} for name, row in rows.items()}
+    proposal = propose(points, scores)
+    assert proposal.pruned == {"ddtree bs8 window 2048": "dominated on every use case by bs8-b4-t4 at the same "
+                                                         "budget and top-k"}  # fmt: skip
+    assert all(p.window is None for p in proposal.points)

@@ -111,6 +111,8 @@ def dominated_by(
         if rival is None or mine.name not in scores or rival.cost() > mine.cost():
             continue
         a, b = scores[mine.name], scores[rival.name]
+        if FAILED in a.values() or FAILED in b.values():  # a crash says nothing about the rest of either branch
+            continue
         if all(b[u] >= a[u] for u in a) and any(b[u] > a[u] for u in a):
             return rival.name
     return None

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Exhaustive grid vs the opt-in search on the sim: launches, sim wall time, and whether the winners are the same.
 
-Runs the field notes' grid (configs/sweeps/field-notes-grid.yml: block 8 over budget 4/8/12/16 x top-k 4/6 x
-window 2048/none; block 16 over budgets 16/32) both ways. A "launch" is one point's benchmark, measured by the sim's
-own engine (specgate_sim.sweepbench: the Engine the simulated server runs, sampled acceptance, no HTTP); the sweep
-logic is module_utils/specgate/sweep/ as the playbook runs it: each step asks resume.next_to_launch what to launch
-from the rows so far, exactly as a resumed sweep does.
+Runs the field notes' grid (tests/fixtures/sweeps/field-notes-grid.yml: block 8 over budget 4/8/12/16 x
+top-k 4/6 x window 2048/none; block 16 over budgets 16/32) both ways. A "launch" is one point's benchmark,
+measured by the sim's own engine (specgate_sim.sweepbench: the Engine the simulated server runs, sampled
+acceptance, no HTTP); the sweep logic is module_utils/specgate/sweep/ as the playbook runs it: each step asks
+resume.next_to_launch what to launch from the rows so far, exactly as a resumed sweep does.
 
     scripts/bench_sweep_search.py [--runs 3] [--tolerance 0.01] [--seed 0] [--json OUT] [--report DIR] [--quiet]
 
@@ -45,7 +45,7 @@ from ansible.module_utils.specgate.sweep.sweep_report import (  # noqa: E402
 from specgate_sim.specmodel import SpecConfig  # noqa: E402
 from specgate_sim.sweepbench import bench_result  # noqa: E402
 
-GRID = ROOT / "configs" / "sweeps" / "field-notes-grid.yml"
+GRID = ROOT / "tests" / "fixtures" / "sweeps" / "field-notes-grid.yml"
 TRAINED_BLOCK_SIZE = 8  # the field notes' drafter (kimi-k26-dflash-b8): bs16 drafts past its training
 # The field notes' benchmark matrix, cut to its corners: short and long context, C=1 and high concurrency.
 SETS = ("code", "math", "chat")

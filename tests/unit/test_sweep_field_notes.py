@@ -15,7 +15,8 @@ FIELD_NOTES_WINNERS = {"latency": "bs8-b8-t4", "long_context": "bs16-b32-t8", "t
 
 def test_both_modes_reproduce_the_field_notes_conclusions():
     script = bench_script()
-    points = expand(yaml.safe_load((ROOT / "configs/sweeps/field-notes-grid.yml").read_text())["spec_sweep_grid"])
+    grid = yaml.safe_load((ROOT / "tests/fixtures/sweeps/field-notes-grid.yml").read_text())["spec_sweep_grid"]
+    points = expand(grid)
     results = {search: script.run_mode(points, lambda p: script.sim_launch(p, 3), search=search, tolerance=0.01)
                for search in (False, True)}  # fmt: skip
     for result in results.values():

@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_field_notes_grid_expands_to_the_field_notes_points():
-    points = expand(yaml.safe_load((ROOT / "configs/sweeps/field-notes-grid.yml").read_text())["spec_sweep_grid"])
+    grid = yaml.safe_load((ROOT / "tests/fixtures/sweeps/field-notes-grid.yml").read_text())["spec_sweep_grid"]
+    points = expand(grid)
     names = [p.name for p in points]
     assert len(points) == 18
     assert names[:2] == ["bs8-b4-t4-w2048", "bs8-b4-t4"]

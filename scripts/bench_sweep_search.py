@@ -35,6 +35,7 @@ from ansible.module_utils.specgate.sweep.plots import write_plots  # noqa: E402
 from ansible.module_utils.specgate.sweep.progress import progress_line  # noqa: E402
 from ansible.module_utils.specgate.sweep.resume import next_to_launch  # noqa: E402
 from ansible.module_utils.specgate.sweep.sweep_report import (  # noqa: E402
+    current_rows,
     failed_row,
     rejected_row,
     robust_winners,
@@ -109,6 +110,7 @@ def run_mode(points: Sequence[Point], launch: Callable[[Point], dict], *, search
         durations.append(time.monotonic() - began)
         result.rows.append(row)
     result.wall_s = time.monotonic() - started
+    result.rows = [dict(r) for r in current_rows(result.rows)]
     result.winners = robust_winners(result.rows, tolerance)
     return result
 

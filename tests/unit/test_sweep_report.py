@@ -64,3 +64,11 @@ def test_no_winner_when_every_config_failed_and_the_report_says_why():
     assert "FAILED: CUDA out of memory" in text
     for use_case in ("latency", "long_context", "throughput"):
         assert any(line.startswith(f"| {use_case}:") and line.endswith("| — | — | — |") for line in text.splitlines())
+
+
+def test_the_rows_that_stand_are_the_last_of_each_config_and_none_still_started():
+    from ansible.module_utils.specgate.sweep.sweep_report import current_rows
+
+    rows = [{"name": "a", "status": "started"}, {"name": "b", "status": "ok", "failed": False},
+            {"name": "a", "status": "ok", "failed": False, "redo": True}, {"name": "c", "status": "started"}]  # fmt: skip
+    assert current_rows(rows) == [rows[1], rows[2]]

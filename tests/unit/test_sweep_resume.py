@@ -94,3 +94,17 @@ def test_a_point_that_crashes_on_start_is_recorded_and_the_sweep_goes_on(search)
     assert "ETA after the first launch" in lines[0]
     assert "ETA" in lines[1]
     assert "launch(es) measured" in lines[1]
+
+
+def test_in_search_mode_the_point_killed_mid_bench_is_the_next_launch_again(tmp_path):
+    script = bench_script()
+    points = lattice()
+    whole = script.run_mode(points, synthetic_row, search=True, tolerance=0.01)
+    by_name = {p.name: p for p in points}
+    killed = by_name[whole.launches[3]]
+    write_rows(tmp_path, [*whole.rows[:3], {"name": killed.name, "status": "started", "point": killed.key()}])
+    assert next_to_launch(points, load_rows(tmp_path), search=True).point == killed
+    resumed = script.run_mode(points, synthetic_row, search=True, tolerance=0.01, rows=load_rows(tmp_path))
+    assert resumed.launches == whole.launches[3:]
+    assert killed.name in {r["name"] for r in resumed.rows if r["status"] == "ok"}
+    assert not [r for r in resumed.rows if r["status"] == "started"]

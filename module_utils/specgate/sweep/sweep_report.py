@@ -173,10 +173,19 @@ def _runs_of(row: Mapping, metric: str) -> list[float]:
     return [row[metric]] if row.get(metric) is not None else []
 
 
+def current_rows(rows: Sequence[Mapping]) -> list[Mapping]:
+    """The rows that stand: the last row of each config (a redo replaces the interrupted one), none still started."""
+    latest: dict[str, Mapping] = {}
+    for row in rows:
+        latest.pop(row["name"], None)  # keep the order in which the rows that stand were written
+        latest[row["name"]] = row
+    return [r for r in latest.values() if r.get("status") != "started"]
+
+
 def robust_winners(rows: Sequence[Mapping], tolerance: float = DEFAULT_TOLERANCE) -> dict[str, dict]:
     """Per use case, the cheapest config within ``tolerance`` of the best noise-aware score (pick.py); a row's
     ``cost`` (from its grid point) orders the candidates, rows without one count as equally cheap."""
-    ran = [r for r in rows if not r["failed"]]
+    ran = [r for r in current_rows(rows) if not r.get("failed")]
     medians = {metric: {r["name"]: statistics.median(_runs_of(r, metric)) for r in ran if _runs_of(r, metric)}
                for _key, _meaning, metric in USE_CASES}  # fmt: skip
     tops = {metric: max(values.values(), default=0.0) for metric, values in medians.items()}

@@ -70,5 +70,6 @@ def test_the_rows_that_stand_are_the_last_of_each_config_and_none_still_started(
     from ansible.module_utils.specgate.sweep.sweep_report import current_rows
 
     rows = [{"name": "a", "status": "started"}, {"name": "b", "status": "ok", "failed": False},
-            {"name": "a", "status": "ok", "failed": False, "redo": True}, {"name": "c", "status": "started"}]  # fmt: skip
+            {"name": "a", "status": "ok", "failed": False, "redo": True},
+            {"name": "c", "status": "started"}]  # fmt: skip
     assert current_rows(rows) == [rows[1], rows[2]]

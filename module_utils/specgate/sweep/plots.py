@@ -21,21 +21,30 @@ def _ok(rows: Sequence[Mapping]) -> list[Mapping]:
     return [r for r in rows if not r.get("failed") and r.get("cells")]
 
 
+def _style(index: int) -> dict:
+    """A colour of tab20 and a marker per config: a grid's 18+ configs stay apart (the default cycle has 10)."""
+    return {"color": plt.get_cmap("tab20")(index % 20), "marker": "osD^v<>"[index // 20 % 7]}
+
+
+def _legend(ax) -> None:
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+
+
 def throughput_figure(rows: Sequence[Mapping]) -> Figure:
     """Output tok/s vs concurrency, one line per config (mean over prompt sets and contexts)."""
     fig, ax = plt.subplots(figsize=(8, 5))
-    for row in _ok(rows):
+    for index, row in enumerate(_ok(rows)):
         by_conc: dict[int, list[float]] = {}
         for c in row["cells"]:
             if c.get("output_tok_s") is not None:
                 by_conc.setdefault(c["concurrency"], []).append(c["output_tok_s"])
         xs = sorted(by_conc)
-        ax.plot(xs, [sum(by_conc[x]) / len(by_conc[x]) for x in xs], marker="o", label=row["name"])
+        ax.plot(xs, [sum(by_conc[x]) / len(by_conc[x]) for x in xs], label=row["name"], **_style(index))
     ax.set_xscale("log", base=2)
     ax.set_xlabel("concurrency")
     ax.set_ylabel("output tok/s")
     ax.set_title("Output throughput vs concurrency")
-    ax.legend(fontsize="small", ncol=2)
+    _legend(ax)
     return fig
 
 
@@ -58,13 +67,13 @@ def acceptance_figures(rows: Sequence[Mapping]) -> dict[tuple[str, int], Figure]
             if cells:
                 lowest = min(cells, key=lambda c: c["concurrency"])
                 lines.setdefault(label, []).append((budget, lowest["accept_length_request"]))
-        for label, pts in sorted(lines.items()):
+        for index, (label, pts) in enumerate(sorted(lines.items())):
             pts.sort()
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], label=label, **_style(index))
         ax.set_xlabel("DDTree budget (block size - 1 without a tree)")
         ax.set_ylabel("acceptance length")
         ax.set_title(f"Acceptance length vs budget: {set_name}, context {context}")
-        ax.legend(fontsize="small")
+        _legend(ax)
         figures[(set_name, context)] = fig
     return figures
 
@@ -82,17 +91,17 @@ def pareto_figure(rows: Sequence[Mapping]) -> Figure:
     """Per-user tok/s vs per-GPU tok/s, every config's cells, with the Pareto front."""
     fig, ax = plt.subplots(figsize=(7, 5))
     everything: list[tuple[float, float]] = []
-    for row in _ok(rows):
+    for index, row in enumerate(_ok(rows)):
         pts = [(c["per_gpu_tok_s"], c["per_user_tok_s"]) for c in row["cells"]
                if c.get("per_gpu_tok_s") is not None and c.get("per_user_tok_s") is not None]  # fmt: skip
         everything += pts
-        ax.scatter([p[0] for p in pts], [p[1] for p in pts], label=row["name"], s=18)
+        ax.scatter([p[0] for p in pts], [p[1] for p in pts], label=row["name"], s=18, **_style(index))
     front = pareto_front(everything)
     ax.plot([p[0] for p in front], [p[1] for p in front], color="black", linewidth=1.5, label="Pareto front")
     ax.set_xlabel("output tok/s per GPU")
     ax.set_ylabel("output tok/s per user")
     ax.set_title("Per-user vs per-GPU throughput")
-    ax.legend(fontsize="small", ncol=2)
+    _legend(ax)
     return fig
 
 

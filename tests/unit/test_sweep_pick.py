@@ -33,7 +33,9 @@ def test_equal_cost_ties_go_to_the_higher_score_then_to_the_config_better_elsewh
     values = {"a": [100.0, 100.0, 100.0], "b": [100.0, 100.0, 100.0]}
     chosen = pick(values, {"a": (9,), "b": (9,)}, elsewhere={"a": 1.0, "b": 1.5})
     assert chosen.winner == "b"
+    assert chosen.best == "b"
     assert chosen.ties == ("a",)
+    assert not any("scored highest" in n for n in chosen.notes)
     assert pick(values, {"a": (9,), "b": (9,)}).winner == "a"
 
 

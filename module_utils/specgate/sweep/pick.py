@@ -76,6 +76,8 @@ def pick(
         return (cost.get(s.name, ()), -s.score, -elsewhere.get(s.name, 0.0), order[s.name])
 
     winner = min(close, key=rank)
+    if winner.score == best.score:  # an equal score: the best is the one the tie-break chose, not the earlier
+        best = winner
     ties = tuple(s.name for s in close if s is not winner and cost.get(s.name, ()) == cost.get(winner.name, ()))
     noise = tuple(s.name for s in scored if s is not winner
                   and abs(s.median - winner.median) <= s.dispersion + winner.dispersion)  # fmt: skip

@@ -1,0 +1,73 @@
+"""Filters: a multi-node group → node ranks, per-node SGLang flags and the group's preflight refusals (logic in
+module_utils/specgate/service/node_topology.py and module_utils/specgate/preflight/node_group.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import ansible.module_utils
+from ansible.errors import AnsibleFilterError
+
+# ansible.cfg's module_utils path is only searched when Ansible packages a module; a controller-side plugin
+# must put the project's module_utils on the package path itself to share the logic with the modules.
+_PROJECT_MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_utils")
+if _PROJECT_MODULE_UTILS not in ansible.module_utils.__path__:
+    ansible.module_utils.__path__.append(_PROJECT_MODULE_UTILS)
+
+from ansible.module_utils.specgate.preflight.deployment_checks import failure_message  # noqa: E402 - path set above
+from ansible.module_utils.specgate.preflight.node_group import check_node_gpus, group_gpu  # noqa: E402 - path set above
+from ansible.module_utils.specgate.service.node_topology import (  # noqa: E402 - needs the path set above
+    NodeSettings,
+    Topology,
+    node_flags,
+    topology,
+)
+from ansible.module_utils.specgate.service.sglang_flags import SglangConfigError  # noqa: E402 - path set above
+
+
+def _topology(settings: dict[str, Any], hostvars: dict[str, Any], hosts: list[str]) -> Topology:
+    known = {field: settings[field] for field in NodeSettings.__dataclass_fields__ if field in settings}
+    ranks = {host: (hostvars.get(host) or {}).get("sglang_service_node_rank") for host in hosts}
+    addresses = {host: (hostvars.get(host) or {}).get("ansible_host") or host for host in hosts}
+    return topology(NodeSettings(**known), hosts, ranks, addresses)
+
+
+def sglang_node_topology(settings: dict[str, Any], hostvars: dict[str, Any], hosts: list[str]) -> dict[str, Any]:
+    """`{{ settings | sglang_node_topology(hostvars, groups[group]) }}` → {group, nodes (rank order), nnodes,
+    dist_init_addr, dist_timeout, gated_launch_port}; `settings` holds NodeSettings' fields."""
+    try:
+        topo = _topology(settings, hostvars, hosts)
+    except SglangConfigError as error:
+        raise AnsibleFilterError(str(error)) from error
+    return {"group": topo.group, "nodes": list(topo.nodes), "nnodes": topo.nnodes, "dist_init_addr":
+            topo.dist_init_addr, "dist_timeout": topo.dist_timeout, "gated_launch_port": topo.gated_launch_port}
+
+
+def sglang_node_flags(topo: dict[str, Any], host: str, sglang_version: str) -> dict[str, Any]:
+    """`{{ topology | sglang_node_flags(inventory_hostname, version) }}` → this node's multi-node flags."""
+    try:
+        return node_flags(Topology(topo["group"], tuple(topo["nodes"]), topo["dist_init_addr"],
+                                   topo["dist_timeout"], topo["gated_launch_port"]), host, sglang_version)
+    except SglangConfigError as error:
+        raise AnsibleFilterError(str(error)) from error
+
+
+def specgate_node_group_refusal(nodes: list[str], gpus: dict[str, Any]) -> str:
+    """`{{ topology.nodes | specgate_node_group_refusal(gpus_by_host) }}` → '' when the nodes agree, else every
+    difference, each naming the host that differs."""
+    problems = check_node_gpus(nodes, gpus)
+    return failure_message(problems) if problems else ""
+
+
+def specgate_node_group_gpu(nodes: list[str], gpus: dict[str, Any]) -> dict[str, Any]:
+    """`{{ topology.nodes | specgate_node_group_gpu(gpus_by_host) }}` → rank 0's GPU fact with the group's GPU count,
+    for sglang_fit_refusal."""
+    return group_gpu(nodes, gpus)
+
+
+class FilterModule:
+    def filters(self) -> dict[str, Any]:
+        return {"sglang_node_topology": sglang_node_topology, "sglang_node_flags": sglang_node_flags,
+                "specgate_node_group_refusal": specgate_node_group_refusal,
+                "specgate_node_group_gpu": specgate_node_group_gpu}

@@ -94,8 +94,10 @@ def test_expert_parallel_is_checked_against_the_group_tp():
 
 def test_filters_refuse_a_mismatched_group_and_sum_the_gpus():
     filters = FilterModule().filters()
-    gpus = {"h100-a": h100(), "h100-b": h100(count=4)}
-    refusal = filters["specgate_node_group_refusal"](NODES, gpus)
+    hostvars = {"h100-a": {"specgate_gpu": h100()}, "h100-b": {"specgate_gpu": h100(count=4)}}
+    refusal = filters["specgate_node_group_refusal"](NODES, hostvars)
     assert "sglang_service_nodes_group: node h100-b differs from rank 0 (h100-a) in GPU count" in refusal
-    assert filters["specgate_node_group_refusal"](NODES, {"h100-a": h100(), "h100-b": h100()}) == ""
-    assert filters["specgate_node_group_gpu"](NODES, gpus)["count"] == 12
+    assert "h100-b" in filters["specgate_node_group_refusal"](NODES, {"h100-a": {"specgate_gpu": h100()}})
+    matching = {"h100-a": {"specgate_gpu": h100()}, "h100-b": {"specgate_gpu": h100()}}
+    assert filters["specgate_node_group_refusal"](NODES, matching) == ""
+    assert filters["specgate_node_group_gpu"](NODES, hostvars)["count"] == 12

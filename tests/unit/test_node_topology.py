@@ -134,8 +134,9 @@ def test_filters_render_a_pair_from_hostvars():
     filters = FilterModule().filters()
     hostvars = {"h100-a": {"ansible_host": "10.0.0.1", "sglang_service_node_rank": 1},
                 "h100-b": {"ansible_host": "10.0.0.2", "sglang_service_node_rank": 0}}
-    settings = {"nodes_group": "kimi_h100_pair", "dist_init_port": 26000, "dist_timeout": 1800, "port": 30000,
-                "gated_launch_port": 26100}
+    # as Ansible templates the role's variables: numbers may come as strings
+    settings = {"nodes_group": "kimi_h100_pair", "dist_init_port": "26000", "dist_timeout": 1800, "port": "30000",
+                "gated_launch_port": 26100, "dist_init_host": None}
     topo = filters["sglang_node_topology"](settings, hostvars, PAIR)
     assert topo["nodes"] == ["h100-b", "h100-a"]
     assert topo["dist_init_addr"] == "10.0.0.2:26000"
@@ -145,3 +146,8 @@ def test_filters_render_a_pair_from_hostvars():
     }
     with pytest.raises(AnsibleFilterError, match="sglang_service_node_rank"):
         filters["sglang_node_topology"](settings, {"h100-a": {"sglang_service_node_rank": 0}}, PAIR)
+    assert filters["sglang_node_topology_refusal"](settings, hostvars, PAIR) == ""
+    refusal = filters["sglang_node_topology_refusal"]({**settings, "dist_timeout": "an hour"}, hostvars, PAIR)
+    assert refusal.startswith("sglang_service_dist_timeout: 'an hour' is not a whole number")
+    off = filters["sglang_node_topology"]({**settings, "gated_launch_port": "", "dist_timeout": None}, hostvars, PAIR)
+    assert (off["gated_launch_port"], off["dist_timeout"]) == (None, None)

@@ -31,6 +31,15 @@ _COMPARED = (
 )
 
 
+def _missing_facts_message(missing: list[str]) -> str:
+    return f"no GPU facts for node(s) {', '.join(missing)}; every node's GPUs are compared before any changes."
+
+
+def _difference_message(host: str, rank0: str, what: str, found: str, expected: str) -> str:
+    return f"node {host} differs from rank 0 ({rank0}) in {what}: {found} against {expected}; the nodes of one " \
+        "deployment must match."
+
+
 def check_node_gpus(nodes: Sequence[str], gpus: Mapping[str, Mapping[str, Any] | None]) -> list[Problem]:
     """Every way a node's GPUs differ from rank 0's (`nodes` in rank order, `gpus` each host's specgate_gpu)."""
     if not nodes:
@@ -55,8 +64,7 @@ def check_node_gpus(nodes: Sequence[str], gpus: Mapping[str, Mapping[str, Any] |
                 problems.append(
                     Problem(
                         GROUP_VARIABLE,
-                        f"node {host} differs from rank 0 ({rank0}) in {what}: {found} {unit} against {expected}; "
-                        "the nodes of one deployment must match.",
+                        _difference_message(host, rank0, what, f"{found} {unit}", f"{expected}"),
                         f"give {host} the same GPUs and driver as {rank0}, or take it out of the group.",
                     )
                 )

@@ -68,6 +68,29 @@ class Topology:
         return self.nodes[0]
 
 
+def settings_from_vars(raw: Mapping[str, Any]) -> NodeSettings:
+    """NodeSettings from the role's variables (names without the prefix) as Ansible templates them: whole numbers may
+    arrive as strings; a value that is not one is refused naming its variable."""
+    values: dict[str, Any] = {}
+    for name in NodeSettings.__dataclass_fields__:
+        if name not in raw:
+            continue
+        value = raw[name]
+        if name in ("nodes_group", "dist_init_host"):
+            values[name] = None if value in (None, "") else str(value)
+            continue
+        if value in (None, "") and name in ("dist_timeout", "gated_launch_port"):
+            values[name] = None
+            continue
+        try:
+            values[name] = int(str(value).strip()) if not isinstance(value, bool) else None
+        except ValueError:
+            values[name] = None
+        if values[name] is None:
+            raise SglangConfigError(f"{_var(name)}: {value!r} is not a whole number. Fix: set {_var(name)} to one")
+    return NodeSettings(**values)
+
+
 def _explicit_rank(host: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).strip().isdigit():
         raise SglangConfigError(

@@ -192,3 +192,17 @@ def test_a_world_that_does_not_split_over_the_nodes_is_refused_as_sglang_does(tm
     sim = testing.start(args, log_path=tmp_path / "bad.log", env=LOAD)
     assert wait_exit(sim) == 1
     assert "tp_size must be divisible by number of nodes" in sim.log()
+
+
+def test_rank_0_stopped_before_the_world_is_ready_takes_its_followers_down(pair) -> None:
+    # a rollback while the gate is still closed: rank 0 exits cleanly, a follower in the gate loses its process group
+    gate_port = testing.free_port()
+    nodes = pair("--gated-launch-port", str(gate_port))
+    rank0, rank1 = nodes.start(0), nodes.start(1)
+    deadline = time.monotonic() + 10
+    while "node_rank 1 joined" not in rank0.log():
+        assert time.monotonic() < deadline, rank0.log()
+        time.sleep(0.02)
+    assert rank0.stop() == 0
+    assert wait_exit(rank1) == 1
+    assert "rank 0 closed the process group before the engine was ready" in rank1.log()

@@ -151,3 +151,5 @@ def test_filters_render_a_pair_from_hostvars():
     assert refusal.startswith("sglang_service_dist_timeout: 'an hour' is not a whole number")
     off = filters["sglang_node_topology"]({**settings, "gated_launch_port": "", "dist_timeout": None}, hostvars, PAIR)
     assert (off["gated_launch_port"], off["dist_timeout"]) == (None, None)
+    refusal = filters["sglang_node_topology_refusal"]({**settings, "dist_init_port": ""}, hostvars, PAIR)
+    assert refusal.startswith("sglang_service_dist_init_port: '' is not a whole number")

@@ -68,26 +68,33 @@ class Topology:
         return self.nodes[0]
 
 
+_TEXT_SETTINGS = ("nodes_group", "dist_init_host")
+_NULLABLE_SETTINGS = ("dist_timeout", "gated_launch_port")
+
+
+def _whole_number(name: str, value: Any) -> int:
+    if not isinstance(value, bool):
+        try:
+            return int(str(value).strip())
+        except ValueError:
+            pass
+    raise SglangConfigError(f"{_var(name)}: {value!r} is not a whole number. Fix: set {_var(name)} to one")
+
+
 def settings_from_vars(raw: Mapping[str, Any]) -> NodeSettings:
     """NodeSettings from the role's variables (names without the prefix) as Ansible templates them: whole numbers may
-    arrive as strings; a value that is not one is refused naming its variable."""
+    arrive as strings, and an empty value as ''; a value that is not a whole number is refused naming its variable."""
     values: dict[str, Any] = {}
     for name in NodeSettings.__dataclass_fields__:
         if name not in raw:
             continue
         value = raw[name]
-        if name in ("nodes_group", "dist_init_host"):
+        if name in _TEXT_SETTINGS:
             values[name] = None if value in (None, "") else str(value)
-            continue
-        if value in (None, "") and name in ("dist_timeout", "gated_launch_port"):
+        elif name in _NULLABLE_SETTINGS and value in (None, ""):
             values[name] = None
-            continue
-        try:
-            values[name] = int(str(value).strip()) if not isinstance(value, bool) else None
-        except ValueError:
-            values[name] = None
-        if values[name] is None:
-            raise SglangConfigError(f"{_var(name)}: {value!r} is not a whole number. Fix: set {_var(name)} to one")
+        else:
+            values[name] = _whole_number(name, value)
     return NodeSettings(**values)
 
 

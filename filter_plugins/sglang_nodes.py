@@ -19,7 +19,9 @@ from ansible.module_utils.specgate.preflight.deployment_checks import failure_me
 from ansible.module_utils.specgate.preflight.node_group import check_node_gpus, group_gpu  # noqa: E402 - path set above
 from ansible.module_utils.specgate.service.node_topology import (  # noqa: E402 - needs the path set above
     Topology,
+    group_flags,
     node_flags,
+    rank_flags,
     settings_from_vars,
     topology,
 )
@@ -57,11 +59,32 @@ def sglang_node_topology_refusal(settings: dict[str, Any], hostvars: Any, hosts:
     return ""
 
 
+def _from_fact(topo: dict[str, Any]) -> Topology:
+    return Topology(topo["group"], tuple(topo["nodes"]), topo["dist_init_addr"], topo["dist_timeout"],
+                    topo["gated_launch_port"])
+
+
 def sglang_node_flags(topo: dict[str, Any], host: str, sglang_version: str) -> dict[str, Any]:
-    """`{{ topology | sglang_node_flags(inventory_hostname, version) }}` → this node's multi-node flags."""
+    """`{{ topology | sglang_node_flags(inventory_hostname, version) }}` → this node's multi-node flags, all of them."""
     try:
-        return node_flags(Topology(topo["group"], tuple(topo["nodes"]), topo["dist_init_addr"],
-                                   topo["dist_timeout"], topo["gated_launch_port"]), host, sglang_version)
+        return node_flags(_from_fact(topo), host, sglang_version)
+    except SglangConfigError as error:
+        raise AnsibleFilterError(str(error)) from error
+
+
+def sglang_node_group_flags(topo: dict[str, Any], sglang_version: str) -> dict[str, Any]:
+    """`{{ topology | sglang_node_group_flags(version) }}` → the flags every node shares: for the release's --config,
+    so every node's release has the same id."""
+    try:
+        return group_flags(_from_fact(topo), sglang_version)
+    except SglangConfigError as error:
+        raise AnsibleFilterError(str(error)) from error
+
+
+def sglang_node_rank_flags(topo: dict[str, Any], host: str) -> dict[str, Any]:
+    """`{{ topology | sglang_node_rank_flags(inventory_hostname) }}` → {"node-rank": n}: for the unit's command line."""
+    try:
+        return rank_flags(_from_fact(topo), host)
     except SglangConfigError as error:
         raise AnsibleFilterError(str(error)) from error
 
@@ -83,5 +106,6 @@ class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {"sglang_node_topology": sglang_node_topology, "sglang_node_flags": sglang_node_flags,
                 "sglang_node_topology_refusal": sglang_node_topology_refusal,
+                "sglang_node_group_flags": sglang_node_group_flags, "sglang_node_rank_flags": sglang_node_rank_flags,
                 "specgate_node_group_refusal": specgate_node_group_refusal,
                 "specgate_node_group_gpu": specgate_node_group_gpu}

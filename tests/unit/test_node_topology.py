@@ -153,3 +153,17 @@ def test_filters_render_a_pair_from_hostvars():
     assert (off["gated_launch_port"], off["dist_timeout"]) == (None, None)
     refusal = filters["sglang_node_topology_refusal"]({**settings, "dist_init_port": ""}, hostvars, PAIR)
     assert refusal.startswith("sglang_service_dist_init_port: '' is not a whole number")
+
+
+def test_the_group_flags_filter_is_the_same_on_every_node_and_the_rank_filter_differs():
+    filters = FilterModule().filters()
+    hostvars = {"h100-a": {"ansible_host": "10.0.0.1"}, "h100-b": {"ansible_host": "10.0.0.2"}}
+    topo = filters["sglang_node_topology"]({"nodes_group": "kimi_h100_pair"}, hostvars, PAIR)
+    shared = filters["sglang_node_group_flags"](topo, "0.5.23")
+    assert "node-rank" not in shared
+    assert shared["nnodes"] == 2
+    assert [filters["sglang_node_rank_flags"](topo, host) for host in PAIR] == [{"node-rank": 0}, {"node-rank": 1}]
+    with pytest.raises(AnsibleFilterError, match="not a node of group"):
+        filters["sglang_node_rank_flags"](topo, "elsewhere")
+    with pytest.raises(AnsibleFilterError, match="sglang_env_packages"):
+        filters["sglang_node_group_flags"](topo, "0.4.0")

@@ -77,6 +77,10 @@ _OPTIONS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
     (("--nnodes",), {"type": int, "default": 1}),
     (("--node-rank",), {"type": int, "default": 0}),
     (("--dist-init-addr", "--nccl-init-addr"), {"type": str}),
+    # srt/arg_groups/fields/parallel.py: seconds for torch.distributed's initialization (None: PyTorch's default),
+    # and the gated launch's control port (srt/distributed/gated_launch.py)
+    (("--dist-timeout",), {"type": int}),
+    (("--gated-launch-port",), {"type": int}),
     (("--mem-fraction-static",), {"type": float}),
     (("--max-running-requests",), {"type": int}),
     (("--chunked-prefill-size",), {"type": int}),

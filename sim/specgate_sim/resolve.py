@@ -166,6 +166,7 @@ def resolve(ns: argparse.Namespace, sim: SimEnv, env: Mapping[str, str] | None =
         else:
             spec = _resolve_eagle(args, algo, drafter)
 
+    _check_nodes(args)
     model_bytes = weight_bytes(args["model_path"])
     if args.get("speculative_draft_model_path"):
         model_bytes += weight_bytes(args["speculative_draft_model_path"])
@@ -173,6 +174,18 @@ def resolve(ns: argparse.Namespace, sim: SimEnv, env: Mapping[str, str] | None =
     if args.get("max_running_requests") is None:
         args["max_running_requests"] = DEFAULT_MAX_RUNNING
     return Resolved(args, spec, target, drafter, model_bytes, load + sim.slow_load_seconds, ddtree_env)
+
+
+def _check_nodes(args: dict[str, Any]) -> None:
+    """sglang 0.5.23: srt/arg_groups/validation_hook.py::check_server_args, the asserts of a multi-node world."""
+    nnodes = int(args.get("nnodes") or 1)
+    if (args["tp_size"] * args["pp_size"]) % nnodes:
+        raise ResolveError("AssertionError: tp_size must be divisible by number of nodes")
+    if args["dp_size"] > 1 and nnodes != 1:
+        raise ResolveError(
+            "AssertionError: multi-node data-parallel replicas are not supported; use attention DP (--attn-dp-size) "
+            "across nodes"
+        )
 
 
 def _resolve_dflash(

@@ -29,7 +29,11 @@ TRTLLM_MLA_OFF_BLACKWELL = (
 )
 TRTLLM_MLA_KV_DTYPE = "TensorRT-LLM MLA backend only supports kv-cache-dtype of fp8_e4m3, bf16, or auto."
 # ResolveError messages carry SGLang's exception type as a prefix ("ValueError: ..."); re-raise as that type.
-_EXCEPTIONS: dict[str, type[Exception]] = {"ValueError": ValueError, "OSError": OSError}
+_EXCEPTIONS: dict[str, type[Exception]] = {
+    "ValueError": ValueError,
+    "OSError": OSError,
+    "AssertionError": AssertionError,
+}
 
 
 def _sim_parser() -> argparse.ArgumentParser:

@@ -29,6 +29,10 @@ class SimEnv:
     refuse_seconds: float = 0.0
     ignore_sigterm_seconds: float = 0.0
     reject_flag: str | None = None
+    # multi-node (specgate_sim.multinode), on a node of rank >= 1: it never reaches rank 0's store (gives up after
+    # --dist-timeout), or it crashes this many simulated seconds after joining (during the gate, the load or serving)
+    never_join: bool = False
+    crash_after_join_seconds: float | None = None
     # while a file exists at this path the engine decodes as SGLang does after a silent fallback to plain decoding
     # (engine.py::Engine.fallback_active); removing it returns to speculation
     fallback_file: str | None = None
@@ -50,6 +54,7 @@ def from_env(env: Mapping[str, str] | None = None) -> SimEnv:
     env = os.environ if env is None else env
     load_seconds = env.get(PREFIX + "LOAD_SECONDS")
     seed = env.get(PREFIX + "SEED")
+    crash_after_join = env.get(PREFIX + "FAULT_CRASH_AFTER_JOIN_SECONDS")
     return SimEnv(
         time_scale=_float(env, "TIME_SCALE", 1.0),
         profile=env.get(PREFIX + "PROFILE") or "ct200",
@@ -68,5 +73,7 @@ def from_env(env: Mapping[str, str] | None = None) -> SimEnv:
         refuse_seconds=_float(env, "FAULT_REFUSE_SECONDS", 0.0),
         ignore_sigterm_seconds=_float(env, "FAULT_IGNORE_SIGTERM_SECONDS", 0.0),
         reject_flag=env.get(PREFIX + "REJECT_FLAG") or None,
+        never_join=_bool(env, "FAULT_NEVER_JOIN"),
+        crash_after_join_seconds=float(crash_after_join) if crash_after_join else None,
         fallback_file=env.get(PREFIX + "FALLBACK_FILE") or None,
     )

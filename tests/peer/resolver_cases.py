@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 from ansible.module_utils.specgate.service import resolver_driver
+from ansible.module_utils.specgate.service.node_topology import NodeSettings, group_flags, rank_flags, topology
 from ansible.module_utils.specgate.service.sglang_flags import SUPPORTED_VERSIONS, VERSION_RULES, server_config
 from specgate_sim.fixtures import TARGET_LAYERS, dflash_config, target_config
 
@@ -133,6 +134,37 @@ def launcher_refuses_cases(version: str) -> list[Case]:
         cases.append(case("cuda_graph_padding_off_with_torch_compile",
                           {"extra_args": {"disable-cuda-graph-padding": True, "enable-torch-compile": True}},
                           "--disable-cuda-graph-padding is incompatible with --enable-torch-compile"))
+    return cases
+
+
+# A two-node H100 pair (sglang_service_nodes_group) serving one DFLASH deployment over 16 GPUs.
+PAIR_NODES = ("h100-a", "h100-b")
+PAIR_ADDRESSES = {"h100-a": "10.0.0.1", "h100-b": "10.0.0.2"}
+PAIR_DEPLOYMENT = {"model_path": "{target}", "drafter_path": "{drafter}", "algorithm": "DFLASH", "block_size": 8,
+                   "tp_size": 16}
+
+
+def multinode_cases(version: str) -> list[Case]:
+    """Each node's rendering as the role runs it: the release's --config (the deployment plus the flags every node
+    shares) and the node's own --node-rank on the unit's command line. SGLang must resolve both nodes to one world:
+    nnodes 2, its own rank, rank 0's rendezvous, the timeout, and the gated launch where the version has it."""
+    topo = topology(NodeSettings(nodes_group="kimi_h100_pair"), PAIR_NODES, {}, PAIR_ADDRESSES)
+    shared = group_flags(topo, version)
+    config = {**server_config(PAIR_DEPLOYMENT, version), **shared}
+    cases = []
+    for host in PAIR_NODES:
+        rank = rank_flags(topo, host)["node-rank"]
+        expected: dict[str, Any] = {"nnodes": 2, "node_rank": rank, "dist_init_addr": "10.0.0.1:25000",
+                                    "dist_timeout": 3600, "tp_size": 16}
+        if VERSION_RULES[version].gated_launch:
+            expected["gated_launch_port"] = shared["gated-launch-port"]
+        cases.append(Case(f"two_node_h100_pair_rank{rank}@{version}", config, versions=(version,),
+                          extra_argv=["--node-rank", str(rank)], check=_expect_fields(**expected)))
+    # SGLang's own launcher check: tp_size x pp_size must split evenly over the nodes (service_fit refuses it first)
+    uneven = {**server_config({**PAIR_DEPLOYMENT, "tp_size": 3}, version), **shared}
+    cases.append(Case(f"two_nodes_tp3@{version}", uneven, versions=(version,), extra_argv=["--node-rank", "0"],
+                      expect_error="tp_size must be divisible by number of nodes",
+                      expect_stage="launcher:check_server_args", sim=False))
     return cases
 
 

@@ -22,6 +22,7 @@ from resolver_cases import (
     feature_cases,
     launch_driver,
     launcher_refuses_cases,
+    multinode_cases,
     require_resolver_venv,
     shipped_cases,
     write_case_files,
@@ -33,7 +34,7 @@ DRIVER_TIMEOUT_S = 300
 
 def _cases(version: str) -> list[Case]:
     return [*shipped_cases(version), *feature_cases(version), *(c for c in KNOWN_BAD if version in c.versions),
-            *launcher_refuses_cases(version)]
+            *launcher_refuses_cases(version), *multinode_cases(version)]
 
 
 @pytest.fixture(scope="session")
@@ -96,6 +97,25 @@ def test_launcher_refuses_what_resolution_accepts_and_the_check_refuses_it_too(v
     """The stage proves the point: parsing and resolution passed, and the launcher's own check refused."""
     result = peer_results[version]["results"][case.id]
     assert not result["ok"], f"SGLang {version} accepted {case.id} (launcher checks run: {result['launcher_checks']})"
+    assert expected_error(case, version) in result["error"], f"SGLang {version} said: {result['error']}"
+    assert result["stage"] == case.expect_stage, f"SGLang {version} refused {case.id} at {result['stage']}"
+
+
+@pytest.mark.parametrize(("version", "case"), _params(lambda v: [c for c in multinode_cases(v) if c.check]))
+def test_every_node_of_a_two_node_pair_resolves_to_one_world(version, case, peer_results):
+    """The rendered config of each node, with its --node-rank, resolves under SGLang's own resolver and launcher
+    checks, to nnodes 2, its rank, rank 0's rendezvous and (where the version has it) the gated launch port."""
+    result = peer_results[version]["results"][case.id]
+    assert result["ok"], f"SGLang {version} rejected {case.id}: {result['error']}"
+    case.check(result["resolved"], version)
+    options = peer_results[version]["options"]
+    assert not [k for k in case.config if f"--{k}" not in options]
+
+
+@pytest.mark.parametrize(("version", "case"), _params(lambda v: [c for c in multinode_cases(v) if c.expect_error]))
+def test_a_world_that_does_not_split_over_the_nodes_is_refused_by_sglangs_launcher(version, case, peer_results):
+    result = peer_results[version]["results"][case.id]
+    assert not result["ok"], f"SGLang {version} accepted {case.id}"
     assert expected_error(case, version) in result["error"], f"SGLang {version} said: {result['error']}"
     assert result["stage"] == case.expect_stage, f"SGLang {version} refused {case.id} at {result['stage']}"
 

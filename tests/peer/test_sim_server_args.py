@@ -14,6 +14,7 @@ from resolver_cases import (
     Case,
     deployment_from_files,
     expected_error,
+    multinode_cases,
     resolve_in_process,
     write_case_files,
 )
@@ -65,3 +66,17 @@ def test_sim_server_args_exposes_the_exact_option_strings_of_its_parser():
     assert "--speculative-dflash-block-size" in options
     assert "--speculative-ddtree-budget" in options
     assert "--speculative-dflash-block" not in options
+
+
+def test_sim_resolves_each_node_of_a_two_node_pair_as_sglang_does(model_dirs, tmp_path):
+    """The same per-node renderings the peer test gives SGLang 0.5.23: same world, same rank, same rendezvous."""
+    cases = multinode_cases(SIM_VERSION)
+    results = _resolve(cases, model_dirs, tmp_path)
+    for case in cases:
+        result = results[case.id]
+        if case.check is not None:
+            assert result["ok"], f"{case.id}: {result['error']}"
+            case.check(result["resolved"], SIM_VERSION)
+        else:
+            assert not result["ok"], f"the sim accepted {case.id}"
+            assert expected_error(case, SIM_VERSION) in result["error"]

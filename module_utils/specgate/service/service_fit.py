@@ -29,16 +29,26 @@ def _size(values: dict[str, Any], key: str) -> int:
 
 
 def check_parallel(values: dict[str, Any], gpu: dict[str, Any]) -> list[str]:
+    """Parallel sizes against the GPUs. For a multi-node group `gpu` is node_group.group_gpu's: `count` is every
+    node's GPUs together, `nnodes` and `count_per_node` say how they are split."""
     keys = ("tp_size", "pp_size", "ep_size", "dp_size", "attn_dp_size")
     tp, pp, ep, dp, attn_dp = (_size(values, key) for key in keys)
     problems: list[str] = []
     world = tp * pp * dp
     count = int(gpu.get("count") or 0)
+    nnodes = int(gpu.get("nnodes") or 1)
+    have = (
+        f"this host has {count}"
+        if nnodes == 1
+        else f"the group's {nnodes} nodes have {count} together ({gpu.get('count_per_node')} each)"
+    )
     if gpu.get("has_gpus") and world > count:
         problems.append(
-            f"{PREFIX}tp_size: tp_size {tp} x pp_size {pp} x dp_size {dp} needs {world} GPUs; this host has {count}. "
+            f"{PREFIX}tp_size: tp_size {tp} x pp_size {pp} x dp_size {dp} needs {world} GPUs; {have}. "
             f"Fix: lower {PREFIX}tp_size/{PREFIX}pp_size/{PREFIX}dp_size so their product is at most {count}."
         )
+    if nnodes > 1:
+        problems += _check_nodes_split(tp, pp, dp, nnodes)
     if tp % ep:
         problems.append(
             f"{PREFIX}ep_size: ep_size {ep} does not divide tp_size {tp}; experts are split inside the TP group. "
@@ -48,6 +58,25 @@ def check_parallel(values: dict[str, Any], gpu: dict[str, Any]) -> list[str]:
         problems.append(
             f"{PREFIX}attn_dp_size: attn_dp_size {attn_dp} does not divide tp_size {tp}. "
             f"Fix: set {PREFIX}attn_dp_size to a divisor of {tp}."
+        )
+    return problems
+
+
+def _check_nodes_split(tp: int, pp: int, dp: int, nnodes: int) -> list[str]:
+    """What SGLang 0.5.23 asserts of a multi-node world (srt/arg_groups/validation_hook.py::check_server_args), said
+    before any node changes rather than once every node has started."""
+    problems: list[str] = []
+    if (tp * pp) % nnodes:
+        problems.append(
+            f"{PREFIX}tp_size: tp_size {tp} x pp_size {pp} does not split evenly over {nnodes} nodes (SGLang: "
+            f"\"tp_size must be divisible by number of nodes\"). Fix: set {PREFIX}tp_size (or {PREFIX}pp_size) so "
+            f"that tp_size x pp_size is a multiple of {nnodes}, e.g. every GPU of every node."
+        )
+    if dp > 1:
+        problems.append(
+            f"{PREFIX}dp_size: dp_size {dp} over {nnodes} nodes; SGLang refuses multi-node data-parallel replicas. "
+            f"Fix: set {PREFIX}dp_size to null (one replica per group) and use {PREFIX}attn_dp_size for attention DP "
+            "across nodes."
         )
     return problems
 

@@ -105,6 +105,9 @@ SPEC_KEYS = {
 #                   srt/arg_groups/speculative_hook.py::_resolve_dflash_draft_attention_backend; 0.5.23: the same
 #                   function over srt/arg_groups/choices.py::DRAFT_ATTENTION_BACKEND_CHOICES); trtllm_mha stays
 #                   only for a drafter whose layers are all sliding-window or that is causal (0.5.19+)
+#   gated_launch: whether --gated-launch-port exists (srt/distributed/gated_launch.py, new in 0.5.19; 0.5.23 has it
+#                 as srt/arg_groups/fields/parallel.py::gated_launch_port): multi-node starts use it to see every
+#                 node join before the weights load (module_utils/specgate/service/node_topology.py)
 @dataclass(frozen=True)
 class VersionRules:
     window: str
@@ -113,6 +116,7 @@ class VersionRules:
     graph_off: tuple[tuple[str, Any], ...]
     dflash_attn_dp: bool
     dflash_draft_backends: tuple[str, ...]
+    gated_launch: bool
 
 
 VERSION_RULES: dict[str, VersionRules] = {
@@ -123,6 +127,7 @@ VERSION_RULES: dict[str, VersionRules] = {
         graph_off=(("disable-cuda-graph", True), ("disable-piecewise-cuda-graph", True)),
         dflash_attn_dp=False,
         dflash_draft_backends=("flashinfer", "fa3", "fa4", "triton"),
+        gated_launch=False,
     ),
     "0.5.19": VersionRules(
         window="speculative-dflash-draft-window-size",
@@ -131,6 +136,7 @@ VERSION_RULES: dict[str, VersionRules] = {
         graph_off=(("cuda-graph-backend-decode", "disabled"), ("disable-prefill-cuda-graph", True)),
         dflash_attn_dp=False,
         dflash_draft_backends=("flashinfer", "fa3", "fa4", "triton", "trtllm_mha", "ascend"),
+        gated_launch=True,
     ),
     "0.5.23": VersionRules(
         window="speculative-draft-window-size",
@@ -139,12 +145,16 @@ VERSION_RULES: dict[str, VersionRules] = {
         graph_off=(("cuda-graph-backend-decode", "disabled"), ("cuda-graph-backend-prefill", "disabled")),
         dflash_attn_dp=True,
         dflash_draft_backends=("flashinfer", "fa3", "fa4", "triton", "ascend", "trtllm_mha", "intel_xpu"),
+        gated_launch=True,
     ),
 }
 # 0.5.15 spells everything specgate renders as 0.5.19 does (its own parser and resolver accept every 0.5.19
-# rendering: tests/peer); only its DFLASH draft backends are fewer (no trtllm_mha).
+# rendering: tests/peer); only its DFLASH draft backends are fewer (no trtllm_mha), and it has no gated launch
+# (its wheel has no srt/distributed/gated_launch.py).
 VERSION_RULES["0.5.15"] = replace(
-    VERSION_RULES["0.5.19"], dflash_draft_backends=("flashinfer", "fa3", "fa4", "triton", "ascend")
+    VERSION_RULES["0.5.19"],
+    dflash_draft_backends=("flashinfer", "fa3", "fa4", "triton", "ascend"),
+    gated_launch=False,
 )
 VERSION_RULES = dict(sorted(VERSION_RULES.items(), key=lambda item: tuple(map(int, item[0].split(".")))))
 SUPPORTED_VERSIONS = tuple(VERSION_RULES)

@@ -1,0 +1,98 @@
+"""sglang_service's validate entry point over a multi-node group (sglang_service_nodes_group): two inventory hosts,
+both this machine over a local connection, each with its own GPU fact. A node that differs from rank 0, parallel
+sizes beyond the group's GPUs and half-set node ranks are refused naming the host or the variable; a fitting group
+passes where one host alone would not. Only the validate tag runs, so nothing can change this machine."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import ansible_runner
+import pytest
+
+from tests.integration.test_sglang_service_validation import ENGINE_FACT, ENV_FACT, GOOD, PROJECT_ROOT
+
+
+def h100(count: int = 8) -> dict:
+    return {"has_gpus": True, "count": count, "names": ["NVIDIA H100 80GB HBM3"] * count, "arch": "sm90",
+            "target_arch": "sm90", "compute_capability": "9.0", "cuda_driver_version": "12.8",
+            "driver_version": "570.124.06"}
+
+
+KIMI = {**GOOD, "sglang_service_tp_size": 16, "sglang_service_nodes_group": "kimi_h100_pair"}
+
+
+def run_validate(extravars: dict, gpus: dict, ranks: dict | None = None) -> tuple[str, str]:
+    play = [
+        {
+            "hosts": "kimi_h100_pair",
+            "gather_facts": False,
+            "pre_tasks": [
+                {
+                    "name": "Hand over each node's preflight and sglang_env facts",
+                    "tags": ["always"],
+                    "ansible.builtin.set_fact": {
+                        "specgate_sglang_env": ENV_FACT,
+                        "specgate_engine": ENGINE_FACT,
+                        "specgate_gpu": "{{ test_gpus[inventory_hostname] }}",
+                    },
+                }
+            ],
+            "roles": [{"role": "sglang_service"}],
+        }
+    ]
+    lines = ["[kimi_h100_pair]"]
+    for host in ("h100-a", "h100-b"):
+        rank = f" sglang_service_node_rank={ranks[host]}" if ranks and host in ranks else ""
+        lines.append(f"{host} ansible_connection=local ansible_python_interpreter={sys.executable}{rank}")
+    with tempfile.TemporaryDirectory(prefix="sgsvc-nodes-") as private:
+        result = ansible_runner.run(
+            private_data_dir=private,
+            playbook=play,
+            inventory="\n".join(lines) + "\n",
+            extravars={**extravars, "test_gpus": json.loads(json.dumps(gpus))},
+            cmdline="--tags sglang_service_validate",
+            envvars={
+                "ANSIBLE_CONFIG": str(PROJECT_ROOT / "ansible.cfg"),
+                "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
+            },
+            quiet=True,
+        )
+        return result.status, result.stdout.read()
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_a_fitting_pair_passes_where_one_host_alone_would_not():
+    status, stdout = run_validate(KIMI, {"h100-a": h100(), "h100-b": h100()})
+    assert status == "successful", stdout[-3000:]
+    single = {key: value for key, value in KIMI.items() if key != "sglang_service_nodes_group"}
+    status, stdout = run_validate(single, {"h100-a": h100(), "h100-b": h100()})
+    assert status == "failed"
+    assert "needs 16 GPUs; this host has 8" in flat(stdout)
+
+
+@pytest.mark.parametrize(
+    ("extravars", "gpus", "ranks", "message"),
+    [
+        (KIMI, {"h100-a": h100(), "h100-b": h100(4)}, None,
+         "sglang_service_nodes_group: node h100-b differs from rank 0 (h100-a) in GPU count: 4 GPUs against 8"),
+        ({**KIMI, "sglang_service_tp_size": 32}, {"h100-a": h100(), "h100-b": h100()}, None,
+         "sglang_service_tp_size: tp_size 32 x pp_size 1 x dp_size 1 needs 32 GPUs; the group's 2 nodes have 16"),
+        (KIMI, {"h100-a": h100(), "h100-b": h100()}, {"h100-b": 0},
+         "sglang_service_node_rank: set on h100-b but not on h100-a"),
+        ({**KIMI, "sglang_service_dist_init_port": 31090}, {"h100-a": h100(), "h100-b": h100()}, None,
+         "sglang_service_dist_init_port: 31090 is also sglang_service_port"),
+    ],
+    ids=["gpu_count_differs", "tp_beyond_group", "half_set_ranks", "rendezvous_on_api_port"],
+)
+def test_a_bad_group_is_refused_naming_the_host_or_variable(extravars, gpus, ranks, message):
+    status, stdout = run_validate(extravars, gpus, ranks)
+    assert status == "failed", stdout[-3000:]
+    assert flat(message) in flat(stdout), stdout[-3000:]

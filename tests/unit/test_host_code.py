@@ -15,6 +15,13 @@ pytestmark = pytest.mark.host
 ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = sorted((ROOT / "library").glob("*.py"))
 MODULE_UTILS = sorted((ROOT / "module_utils" / "specgate").rglob("*.py"))
+# Stage packages whose code runs only on the controller, under its venv (requirements/deploy.txt), and why: no module
+# in library/ imports them, so a host's python3 never needs what they import.
+CONTROLLER_PACKAGES = {
+    "sweep": "the sweep plans, picks and plots on the controller (jinja2 for constraints, matplotlib for the plots)",
+}
+HOST_MODULE_UTILS = [p for p in MODULE_UTILS if p.relative_to(ROOT / "module_utils" / "specgate").parts[0]
+                     not in CONTROLLER_PACKAGES]
 STAGE_PACKAGES = ["common", "cuda", "env", "fleet", "gate", "preflight", "service", "sweep", "weights"]
 
 
@@ -38,7 +45,7 @@ def test_compiles_on_this_python(path):
     compile(path.read_text(encoding="utf-8"), str(path), "exec", dont_inherit=True)
 
 
-@pytest.mark.parametrize("path", MODULE_UTILS, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("path", HOST_MODULE_UTILS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_module_utils_import_on_this_python(path):
     importlib.import_module(_dotted(path))
 
@@ -47,6 +54,14 @@ def test_module_utils_import_on_this_python(path):
 def test_modules_import_on_this_python(path):
     module = importlib.import_module(path.stem)  # tests/conftest.py puts library/ on sys.path
     assert callable(module.main)
+
+
+def test_no_module_imports_a_controller_only_package():
+    # A module runs on the host: importing a controller-side package would fail there on what that package needs.
+    for path in LIBRARY:
+        for package, why in CONTROLLER_PACKAGES.items():
+            assert f"ansible.module_utils.specgate.{package}" not in path.read_text(encoding="utf-8"), (
+                f"{path.name} imports specgate.{package}, which runs on the controller only: {why}")
 
 
 def test_every_unit_test_module_is_in_the_host_set_or_says_why_not():

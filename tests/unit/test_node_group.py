@@ -9,8 +9,6 @@ from ansible.module_utils.specgate.service.service_fit import fit_problems
 from ansible.module_utils.specgate.service.sglang_flags import deployment_values
 from sglang_nodes import FilterModule
 
-pytestmark = pytest.mark.host
-
 
 def h100(count=8, arch="sm90", cuda="12.8", driver="570.124.06"):
     return {"has_gpus": True, "count": count, "names": ["NVIDIA H100 80GB HBM3"] * count, "arch": arch,

@@ -17,8 +17,6 @@ from ansible.module_utils.specgate.service.node_topology import (
 from ansible.module_utils.specgate.service.sglang_flags import SglangConfigError
 from sglang_nodes import FilterModule
 
-pytestmark = pytest.mark.host
-
 PAIR = ["h100-a", "h100-b"]
 ADDRESSES = {"h100-a": "10.0.0.1", "h100-b": "10.0.0.2"}
 SETTINGS = NodeSettings(nodes_group="kimi_h100_pair")

@@ -8,8 +8,6 @@ import pytest
 import yaml
 from ansible.module_utils.specgate.sweep.grid import Drafter, GridError, drafters, expand
 
-pytestmark = pytest.mark.host
-
 ROOT = Path(__file__).resolve().parents[2]
 
 

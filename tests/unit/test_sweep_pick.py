@@ -5,8 +5,6 @@ from __future__ import annotations
 import pytest
 from ansible.module_utils.specgate.sweep.pick import pick, score
 
-pytestmark = pytest.mark.host
-
 
 def test_score_is_the_median_less_the_scaled_mad():
     s = score("a", [100.0, 110.0, 90.0])

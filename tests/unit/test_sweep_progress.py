@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
 from ansible.module_utils.specgate.sweep.progress import progress_line
-
-pytestmark = pytest.mark.host
 
 
 def test_no_eta_before_a_launch_was_measured():

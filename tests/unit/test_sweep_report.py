@@ -5,8 +5,6 @@ from __future__ import annotations
 import pytest
 from ansible.module_utils.specgate.sweep.sweep_report import failed_row, summarize, sweep_markdown, winners
 
-pytestmark = pytest.mark.host
-
 
 def cell(context_tokens, concurrency, tok_s, accept, set_name="code"):
     return {"set": set_name, "context": f"c{context_tokens}", "context_tokens": context_tokens,

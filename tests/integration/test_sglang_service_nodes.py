@@ -14,7 +14,7 @@ from pathlib import Path
 import ansible_runner
 import pytest
 
-from tests.integration.test_sglang_service_validation import ENGINE_FACT, ENV_FACT, GOOD, PROJECT_ROOT
+from integration.test_sglang_service_validation import ENGINE_FACT, ENV_FACT, GOOD, PROJECT_ROOT
 
 
 def h100(count: int = 8) -> dict:

@@ -1,9 +1,11 @@
 """A fleet rolled out by deploy.yml: two replicas behind sglang-router 0.3.2, one canary batch, then the rest.
 
 The converged fleet serves behind a ready router; a passing configuration reaches both replicas one batch at a
-time while a client sends requests through the router, and not one fails; a configuration whose canary fails its
-gate is rolled back there and never reaches the second replica; an unreachable replica stops the rollout. Each
-rollout leaves its fleet report (markdown + JSON) on the controller.
+time while a client sends requests through the router, and not one fails; a second replica whose candidate is worse
+is rolled back there while the canary stays promoted; a canary that falls back to plain decoding during its bake is
+rolled back and the rollout stops; a canary whose drain times out is never restarted and goes back behind the
+router; an unreachable replica stops the rollout. Each rollout leaves its fleet report (markdown + JSON) on the
+controller.
 """
 
 from __future__ import annotations
@@ -193,26 +195,31 @@ def test_a_passing_configuration_reaches_the_fleet_one_batch_at_a_time_without_a
     assert wait_router_healthy() == {f"http://127.0.0.1:{port}": True for port in REPLICAS.values()}
 
 
-def test_a_failing_canary_is_rolled_back_and_the_rollout_stops_before_the_next_batch(tmp_path) -> None:
+def test_a_second_replica_whose_candidate_is_worse_is_rolled_back_and_the_canary_stays_promoted(tmp_path) -> None:
+    """The canary passes and is promoted; the next batch's replica gates a worse candidate (the sim's acceptance
+    knob on that host only): it is rolled back and serves its old release, and the play fails with the reason."""
     known = releases()
-    run = rollout(
-        tmp_path, {"sglang_service_extra_env": {**SIM_ENV, "SPECGATE_SIM_ACCEPT_MULTIPLIER": "0.3"}}
-    )
+    worse_on_b = ("{{ " + json.dumps(SIM_ENV | {"SPECGATE_SIM_SEED": "19"})
+                  + " | combine({'SPECGATE_SIM_ACCEPT_MULTIPLIER': '0.3'} if inventory_hostname == 'specgate-fleet-b'"
+                  + " else {}) }}")
+    run = rollout(tmp_path, {"sglang_service_extra_env": worse_on_b})
     assert run.status == "failed"
     messages = " ".join(failure_messages(run))
     assert "Rollout stopped" in messages
-    assert "specgate-fleet-a rolled back" in messages
+    assert "specgate-fleet-b rolled back" in messages
     assert "spec_gate_min_accept_length" in messages  # the metric and its threshold, with the measured value
-    assert "not started: specgate-fleet-b" in messages
-    assert releases() == known  # the canary is back on known-good; the second replica never changed
-    assert hosts_that_ran(run, "Gathering Facts").count("specgate-fleet-b") == 0
+    assert "Hosts already promoted stay promoted (specgate-fleet-a)" in messages
+    now = releases()
+    assert now["specgate-fleet-a"][0] != known["specgate-fleet-a"][0]  # the canary switched
+    assert now["specgate-fleet-a"][0] == now["specgate-fleet-a"][1]  # and stays promoted
+    assert now["specgate-fleet-b"] == known["specgate-fleet-b"]  # back on its old release
     report = the_report(tmp_path)
-    assert [(row["host"], row["outcome"]) for row in report["hosts"]] == [
-        ("specgate-fleet-a", "rolled back"), ("specgate-fleet-b", "not started"),
+    assert [(row["host"], row["batch"], row["outcome"]) for row in report["hosts"]] == [
+        ("specgate-fleet-a", 1, "promoted"), ("specgate-fleet-b", 2, "rolled back"),
     ]
     assert "Rollout stopped" in report["rollout"]["stopped"]
     markdown = (Path(report["rollout"]["reports_dir"]) / "fleet.md").read_text()
-    assert "| 1 | specgate-fleet-a | rolled back |" in markdown
+    assert "| 2 | specgate-fleet-b | rolled back |" in markdown
     assert wait_router_healthy() == {f"http://127.0.0.1:{port}": True for port in REPLICAS.values()}
 
 
@@ -251,6 +258,73 @@ def test_a_bake_that_sees_the_canary_fall_back_to_plain_decoding_rolls_it_back_a
     assert rows["specgate-fleet-a"]["outcome"] == "rolled back"
     assert rows["specgate-fleet-a"]["bake"]["phase"] == "failed"
     assert rows["specgate-fleet-b"]["outcome"] == "not started"
+    assert wait_router_healthy() == {f"http://127.0.0.1:{port}": True for port in REPLICAS.values()}
+
+
+def engine_started_at(name: str) -> str:
+    return host(name).run("systemctl show sglang -p ActiveEnterTimestampMonotonic").stdout.strip()
+
+
+class BusyReplica:
+    """Requests straight to one replica, several at once and back to back, so its own queue never empties."""
+
+    def __init__(self, port: int, streams: int = 4) -> None:
+        self.url = f"http://127.0.0.1:{port}/generate"
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._run, daemon=True) for _ in range(streams)]
+
+    def _run(self) -> None:
+        with httpx.Client(timeout=120, headers={"Authorization": f"Bearer {KEY}"}) as client:
+            while not self._stop.is_set():
+                try:
+                    client.post(self.url, json={"text": "def long_story():", "sampling_params": {
+                        "max_new_tokens": 4000, "ignore_eos": True}})
+                except httpx.HTTPError:
+                    time.sleep(0.2)
+
+    def start(self) -> None:  # at the first call only: the event that calls it may come more than once
+        for thread in self._threads:
+            if not thread.is_alive() and thread.ident is None:
+                thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=120)
+
+
+def test_a_drain_that_times_out_leaves_the_replica_unrestarted_and_stops_the_rollout(tmp_path) -> None:
+    """The canary still has requests of its own when the drain's time is up: it is not restarted (its release never
+    changed), it goes back behind the router serving that release, and the second replica is never touched."""
+    known = releases()
+    started_at = engine_started_at("specgate-fleet-a")
+    busy = BusyReplica(REPLICAS["specgate-fleet-a"])
+
+    def keep_the_canary_busy(event: dict) -> bool:
+        data = event.get("event_data", {})
+        if (event.get("event") == "runner_on_start" and data.get("host") == "specgate-fleet-a"
+                and data.get("task", "").startswith("Take the worker out of the router")):
+            busy.start()
+        return True
+
+    try:
+        run = rollout(tmp_path, {"sglang_service_extra_env": {**SIM_ENV, "SPECGATE_SIM_SEED": "17"},
+                                 "sglang_router_drain_timeout": 4}, event_handler=keep_the_canary_busy)
+    finally:
+        busy.stop()
+    assert run.status == "failed"
+    messages = " ".join(failure_messages(run))
+    assert "the worker did not drain" in messages
+    assert "sglang_router_drain_timeout" in messages  # the fix names the variable
+    assert "Rollout stopped" in messages
+    assert "not started: specgate-fleet-b" in messages
+    assert releases() == known  # never switched
+    assert engine_started_at("specgate-fleet-a") == started_at  # nor restarted
+    report = the_report(tmp_path)
+    assert [(row["host"], row["outcome"]) for row in report["hosts"]] == [
+        ("specgate-fleet-a", "failed"), ("specgate-fleet-b", "not started"),
+    ]
+    # The drain's failure put the canary back: the router lists both replicas healthy again.
     assert wait_router_healthy() == {f"http://127.0.0.1:{port}": True for port in REPLICAS.values()}
 
 

@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""A fleet rollout's cost and its clients' view (issue 15): rollout wall time over N replicas against N times one
+replica's reconfigure, for serial 1 and for larger batches, and the share of requests through the router that
+succeeded while the replicas were rolled one at a time (goal: 100 %).
+
+Each round is `ansible-playbook deploy.yml` through ansible-runner with a configuration no replica has served yet
+(the --config template with its `{round}` filled in, so each round makes a new release on every replica):
+
+1. one replica alone (`--limit` it, plus the router host): its reconfigure time, the unit the ratios divide by;
+2. every replica with `fleet_rollout_serial: [1]`, a client sending requests through the router all along;
+3. every replica in the batches of --batches (default: all at once, `["100%"]`). With a router in front, a batch
+   may take out only as many replicas as sglang_router_min_healthy_workers spares; --batch-min-healthy sets that
+   floor for this round (default 0: the round measures the batch's wall time, its requests are not counted).
+
+On the molecule fleet (two replicas behind sglang-router 0.3.2, the sim as engine):
+
+    .venv/bin/molecule converge -s fleet
+    .venv/bin/python scripts/bench_fleet_rollout.py \\
+        -i ~/.cache/molecule/specgate/fleet/inventory/ansible_inventory.yml --router http://127.0.0.1:36050 \\
+        --api-key sk-specgate-demo --config '{"sglang_service_extra_env": {"SPECGATE_SIM_LOAD_SECONDS": "2",
+        "SPECGATE_SIM_TIME_SCALE": "0.2", "SPECGATE_SIM_SEED": "{round}"}}'
+    .venv/bin/molecule destroy -s fleet
+
+On a real fleet, --config sets what you roll out (a profile's variables, with a harmless per-round value such as an
+engine environment variable so each round is a new release), -i your inventory, --router your router's URL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import ansible_runner
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Round:
+    name: str
+    hosts: list[str]
+    wall_s: float
+    status: str
+    promoted: list[str] = field(default_factory=list)
+
+
+def fill(template: str, round_no: int) -> dict:
+    """The round's extra vars: the template with `{round}` replaced (a JSON object)."""
+    value = json.loads(template.replace("{round}", str(round_no)))
+    if not isinstance(value, dict):
+        raise SystemExit(f"--config must be a JSON object of variables, got {template!r}")
+    return value
+
+
+def ratio_line(name: str, wall_s: float, hosts: int, single_s: float) -> str:
+    ratio = wall_s / (hosts * single_s)
+    return f"{name}: {wall_s:.1f} s over {hosts} replicas = {ratio:.2f} x ({hosts} x {single_s:.1f} s one replica)"
+
+
+def success_line(ok: int, failed: int) -> str:
+    total = ok + failed
+    share = 100.0 * ok / total if total else 0.0
+    return f"requests through the router during the serial-1 rollout: {ok}/{total} succeeded ({share:.2f} %)"
+
+
+class Client:
+    """Requests through the router in a loop until stopped, counting every answer that is not a 200."""
+
+    def __init__(self, router: str, api_key: str | None) -> None:
+        self.router = router.rstrip("/")
+        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.ok = 0
+        self.failed: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        with httpx.Client(timeout=60, headers=self.headers) as client:
+            while not self._stop.is_set():
+                try:
+                    answer = client.post(f"{self.router}/generate", json={
+                        "text": f"def add_{self.ok + len(self.failed)}(a, b):",
+                        "sampling_params": {"max_new_tokens": 16}})
+                    if answer.status_code == 200:
+                        self.ok += 1
+                    else:
+                        self.failed.append(f"{answer.status_code}: {answer.text[:200]}")
+                except httpx.HTTPError as error:
+                    self.failed.append(repr(error))
+                time.sleep(0.05)
+
+    def __enter__(self) -> Client:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=120)
+
+
+def deploy(inventory: str, extravars: dict, limit: str | None, name: str, hosts: list[str]) -> Round:
+    with tempfile.TemporaryDirectory() as private:
+        reports = Path(private) / "reports"
+        started = time.monotonic()
+        run = ansible_runner.run(
+            private_data_dir=private, project_dir=str(ROOT), playbook=str(ROOT / "deploy.yml"), inventory=inventory,
+            extravars={**extravars, "fleet_rollout_reports_dir": str(reports)}, limit=limit, quiet=True,
+            envvars={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_FACT_CACHING": "memory"},
+        )
+        wall = time.monotonic() - started
+        # The rollout's own report says which replicas ended promoted on the round's release.
+        promoted = [row["host"] for path in reports.glob("*/fleet.json")
+                    for row in json.loads(path.read_text())["hosts"] if row.get("outcome") == "promoted"]
+        if run.status != "successful":
+            failures = [str(e["event_data"].get("res", {}).get("msg", ""))[:300] for e in run.events
+                        if e.get("event") == "runner_on_failed"]
+            print(f"{name}: deploy.yml ended {run.status}: {failures[:3]}", file=sys.stderr)
+        return Round(name, hosts, wall, run.status, sorted(promoted))
+
+
+def inventory_groups(inventory: str) -> dict[str, list[str]]:
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+
+    manager = InventoryManager(loader=DataLoader(), sources=[inventory])
+    return {name: [h.name for h in group.get_hosts()] for name, group in manager.groups.items()}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-i", "--inventory", required=True)
+    parser.add_argument("--group", default="sglang_hosts", help="the replicas' group")
+    parser.add_argument("--router-host", default="", help="the router's inventory host (default: the sglang_routers "
+                        "group's first host, if any), kept in the single-replica round's --limit")
+    parser.add_argument("--router", required=True, help="the router's URL, for the client")
+    parser.add_argument("--api-key", default=None, help="the key the router wants from clients, if any")
+    parser.add_argument("--config", required=True, help="JSON object of the variables each round rolls out; "
+                        "{round} is replaced by the round's number so each round is a new release")
+    parser.add_argument("--batches", default='["100%"]', help="fleet_rollout_serial of the batch round (JSON list)")
+    parser.add_argument("--batch-min-healthy", type=int, default=0,
+                        help="sglang_router_min_healthy_workers during the batch round")
+    parser.add_argument("--first-round", type=int, default=int(time.time()) % 100000,
+                        help="the first round's number (rounds count up from it)")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    args = parser.parse_args()
+
+    groups = inventory_groups(args.inventory)
+    replicas = groups.get(args.group, [])
+    if not replicas:
+        raise SystemExit(f"group {args.group} of {args.inventory} has no hosts: pass --group with the replicas' group")
+    router_host = args.router_host or next(iter(groups.get("sglang_routers", [])), "")
+    limit_one = ",".join([replicas[0]] + ([router_host] if router_host else []))
+    round_no = args.first_round
+
+    print(f"fleet: {len(replicas)} replicas ({', '.join(replicas)}), router {args.router}", flush=True)
+    single = deploy(args.inventory, fill(args.config, round_no), limit_one, "one replica", [replicas[0]])
+    print(f"one replica ({replicas[0]}): {single.wall_s:.1f} s, {single.status}", flush=True)
+
+    with Client(args.router, args.api_key) as client:
+        serial = deploy(args.inventory, {**fill(args.config, round_no + 1), "fleet_rollout_serial": [1]}, None,
+                        "serial 1", replicas)
+        time.sleep(3)  # requests keep flowing after the last replica is back
+    print(f"serial 1: {serial.wall_s:.1f} s, {serial.status}", flush=True)
+
+    batch_serial = json.loads(args.batches)
+    batched = deploy(args.inventory, {**fill(args.config, round_no + 2), "fleet_rollout_serial": batch_serial,
+                                      "sglang_router_min_healthy_workers": args.batch_min_healthy},
+                     None, f"batches {batch_serial}", replicas)
+    print(f"batches {batch_serial}: {batched.wall_s:.1f} s, {batched.status}", flush=True)
+
+    print()
+    rounds = [single, serial, batched]
+    bad = [r for r in rounds if r.status != "successful" or set(r.promoted) != set(r.hosts)]
+    for r in bad:
+        print(f"NOT COMPARABLE: round '{r.name}' ended {r.status} with {r.promoted or 'no replica'} promoted "
+              f"(wanted {r.hosts})")
+    print(ratio_line("serial 1", serial.wall_s, len(replicas), single.wall_s))
+    print(ratio_line(f"batches {batch_serial}", batched.wall_s, len(replicas), single.wall_s))
+    print(success_line(client.ok, len(client.failed)))
+    for failure in client.failed[:5]:
+        print(f"  failed request: {failure}")
+    if args.json:
+        args.json.write_text(json.dumps({
+            "replicas": replicas, "single_s": single.wall_s, "serial1_s": serial.wall_s,
+            "batches": batch_serial, "batches_s": batched.wall_s,
+            "serial1_ratio": serial.wall_s / (len(replicas) * single.wall_s),
+            "batches_ratio": batched.wall_s / (len(replicas) * single.wall_s),
+            "requests_ok": client.ok, "requests_failed": len(client.failed),
+        }, indent=2) + "\n")
+    return 1 if bad or client.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

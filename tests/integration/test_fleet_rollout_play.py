@@ -52,7 +52,7 @@ PLAYBOOK = """
 
 
 def run(tmp_path: Path, hosts: list[str], group_vars: dict, fail_hosts: list[str] | None = None,
-        host_vars: dict | None = None) -> ansible_runner.Runner:
+        host_vars: dict | None = None, *, limit: str | None = None) -> ansible_runner.Runner:
     (tmp_path / "project").mkdir()
     (tmp_path / "private").mkdir()
     (tmp_path / "project" / "play.yml").write_text(PLAYBOOK)
@@ -64,6 +64,7 @@ def run(tmp_path: Path, hosts: list[str], group_vars: dict, fail_hosts: list[str
     return ansible_runner.run(
         private_data_dir=str(tmp_path / "private"), project_dir=str(tmp_path / "project"), playbook="play.yml",
         inventory=str(tmp_path / "inventory.yml"), extravars={"fail_hosts": fail_hosts or []}, quiet=True,
+        limit=limit,
         envvars={"ANSIBLE_CONFIG": str(PROJECT_ROOT / "ansible.cfg"), "ANSIBLE_FACT_CACHING": "memory",
                  "ANSIBLE_ROLES_PATH": str(PROJECT_ROOT / "roles")},
     )
@@ -128,6 +129,13 @@ def test_a_failure_beyond_the_budget_stops_the_hosts_of_the_batch_after_their_ow
     assert rows == {"h1": "promoted", "h2": "rolled back", "h3": "promoted", "h4": "not started",
                     "h5": "not started"}  # h3 finished its own gate; the stop came at the batch's end
     assert "Hosts already promoted stay promoted (h1, h3)" in messages(runner)
+
+
+def test_one_replica_of_a_fleet_behind_a_router_may_be_rolled_alone(tmp_path) -> None:
+    # -l h2: the play has one host, the router still fronts all three; one out leaves two, above the floor of 1.
+    runner = run(tmp_path, ["h1", "h2", "h3"], {"fleet_rollout_router": "h1"}, limit="h2")
+    assert runner.status == "successful", messages(runner)
+    assert [(r["host"], r["outcome"]) for r in report(tmp_path)["hosts"]] == [("h2", "promoted")]
 
 
 @pytest.mark.parametrize(

@@ -35,6 +35,7 @@ CONTROLLER_ONLY = {
     "test_sweep_plots": "matplotlib draws the sweep report on the controller",
     "test_sweep_progress": "the sweep's progress lines are printed on the controller",
     "test_sweep_report": "the sweep report is written on the controller",
+    "test_sweep_run": "the sweep's loop and report run on the controller (library/spec_sweep_state delegates there)",
     "test_sweep_resume": "drives the sweep (controller-side) through scripts/bench_sweep_search.py and the sim",
     "test_sweep_search": "drives the sweep (controller-side) through scripts/bench_sweep_search.py and the sim",
     "test_troubleshooting": "scripts/gen_troubleshooting.py reads roles/ YAML and the docs on the controller",

@@ -23,8 +23,8 @@ DOCUMENTATION = r"""
 module: spec_sweep_state
 short_description: The sweep's next point to launch from the rows on the controller, or its report
 description:
-  - Runs on the controller only (C(delegate_to: localhost)): the sweep's rows live there, and the sweep package
-    it uses needs the controller's venv (jinja2 for the grid's constraints, matplotlib for the plots).
+  - "Runs on the controller only (C(delegate_to: localhost)): the sweep's rows live there, and the sweep package
+    it uses needs the controller's venv (jinja2 for the grid's constraints, matplotlib for the plots)."
   - C(state=next) expands I(grid) (or takes I(configs)), reads the rows written so far in I(dir)
     (C(NN-<name>.json)), and answers the point to launch next - the first unfinished one, or in I(search) mode the
     search's next proposal - with the progress line to print as it starts. A point whose row is finished (ran,
@@ -35,7 +35,7 @@ description:
     noise-aware score) and the inventory snippet that deploys each winner.
   - Bad sweep settings fail naming the variable (spec_sweep_grid, spec_sweep_configs, spec_sweep_search,
     spec_sweep_tolerance) and the fix.
-  - Check mode is supported: C(state=report) works the report out and writes nothing.
+  - Check mode is supported; with C(state=report) it works the report out and writes nothing.
 version_added: "0.2.0"
 author: specgate
 options:

@@ -31,6 +31,7 @@ CONTROLLER_ONLY = {
     "test_sglang_flags_contract": "reads roles/ YAML",
     "test_sweep_field_notes": "drives the sweep (controller-side) over the sim's engine (specgate_sim)",
     "test_sweep_grid": "the sweep plans on the controller (module_utils/specgate/sweep needs jinja2)",
+    "test_sweep_module_docs": "runs the controller's ansible-doc on the controller-only sweep module",
     "test_sweep_pick": "the sweep picks its winners on the controller",
     "test_sweep_plots": "matplotlib draws the sweep report on the controller",
     "test_sweep_progress": "the sweep's progress lines are printed on the controller",

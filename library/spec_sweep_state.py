@@ -128,12 +128,12 @@ finished:
   type: list
   elements: str
   returned: state=next
-skipped:
+skipped_points:
   description: The points rejected before any launch, each C({name, reason}).
   type: list
   elements: dict
   returned: state=next
-failed:
+failed_points:
   description: The points that crashed on start or in their benchmark, each C({name, reason}).
   type: list
   elements: dict
@@ -211,8 +211,9 @@ def main() -> None:
         total=step.total,
         started_row=started_row(step.point) if step.point is not None else None,
         finished=list(step.finished),
-        skipped=list(step.skipped),
-        failed=list(step.failed),
+        # not "skipped"/"failed": Ansible reads those keys of a result as the task's own state
+        skipped_points=list(step.skipped),
+        failed_points=list(step.failed),
         redo=dict(step.redo),
         pruned=dict(step.pruned),
         notes=list(step.notes),

@@ -141,8 +141,7 @@ GRID_FILES = ("01-dflash-bs8.json", "02-dflash-bs16.json", "03-dflash-bs8-crash.
 def grid_sweep(tmp_path_factory):
     private = tmp_path_factory.mktemp("grid")
     reports = private / "reports"
-    # One benchmark run per point: the loop, not the noise estimate, is under test (CI's time is tight).
-    run = run_sweep(private, reports, {"spec_sweep_id": "grid", "spec_sweep_grid": GRID, "spec_gate_runs": 1})
+    run = run_sweep(private, reports, {"spec_sweep_id": "grid", "spec_sweep_grid": GRID})
     out = reports / "specgate-gate" / "sweeps" / "grid"
     return run, out, private, reports, {name: (out / name).read_text() for name in GRID_FILES if (out / name).exists()}
 
@@ -197,8 +196,7 @@ def test_a_rerun_after_a_kill_mid_bench_launches_only_the_interrupted_point(host
     started = {"name": "dflash-bs16", "release": "", "failed": False, "status": "started",
                "point": json.loads(first["02-dflash-bs16.json"])["point"]}  # fmt: skip
     (out / "02-dflash-bs16.json").write_text(json.dumps(started))
-    run = run_sweep(private / "again", reports, {"spec_sweep_id": "grid", "spec_sweep_grid": GRID,
-                                                 "spec_gate_runs": 1})  # fmt: skip
+    run = run_sweep(private / "again", reports, {"spec_sweep_id": "grid", "spec_sweep_grid": GRID})
     assert run.status == "successful", run.stdout.read()[-4000:]
     stdout = "".join(e.get("stdout", "") for e in run.events)
     assert "sweep point 3 of 3: dflash-bs16" in stdout  # two of the three launchable points are finished

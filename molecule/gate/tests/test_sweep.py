@@ -125,7 +125,8 @@ def subgrid(name: str, axes: dict, **extra) -> dict:
 
 
 # Four points, one launch each: dflash-bs8 and dflash-bs16 run, dflash-bs8-crash between them crashes on start (a
-# preset's engine environment), bs8-b4-t4 is DDTREE, which the sim's engine (SGLang 0.5.23 without the DDTree patch) cannot run.
+# preset's engine environment), bs8-b4-t4 is DDTREE, which the sim's engine (SGLang 0.5.23 without the DDTree patch)
+# cannot run.
 GRID = [
     subgrid("bs8", {"algorithm": ["DFLASH"], "block_size": [8]}),
     subgrid("crash", {"algorithm": ["DFLASH"], "block_size": [8], "parallel": ["crash"]},
@@ -164,7 +165,7 @@ def test_the_grid_sweep_runs_its_points_skips_the_rejected_one_and_restores_know
 
 def test_the_grid_sweep_prints_its_progress_as_each_point_starts(grid_sweep):
     run, *_ = grid_sweep
-    stdout = "".join(e.get("stdout", "") for e in run.events)
+    stdout = " ".join("".join(e.get("stdout", "") for e in run.events).split())  # the callback wraps long lines
     assert "sweep point 1 of 3: dflash-bs8; elapsed" in stdout
     assert "sweep point 2 of 3: dflash-bs8-crash" in stdout
     assert "sweep point 3 of 3: dflash-bs16" in stdout
@@ -199,7 +200,7 @@ def test_a_rerun_after_a_kill_mid_bench_launches_only_the_interrupted_point(host
     (out / "03-dflash-bs16.json").write_text(json.dumps(started))
     run = run_sweep(private / "again", reports, {"spec_sweep_id": "grid", "spec_sweep_grid": GRID})
     assert run.status == "successful", run.stdout.read()[-4000:]
-    stdout = "".join(e.get("stdout", "") for e in run.events)
+    stdout = " ".join("".join(e.get("stdout", "") for e in run.events).split())  # the callback wraps long lines
     assert "sweep point 3 of 3: dflash-bs16" in stdout  # two of the three launchable points are finished
     assert stdout.count("sweep point ") == 1, "only the interrupted point is launched again"
     for name in ("01-dflash-bs8.json", "02-dflash-bs8-crash.json", "04-bs8-b4-t4.json"):

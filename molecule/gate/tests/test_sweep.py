@@ -198,6 +198,7 @@ def test_a_rerun_after_a_kill_mid_bench_launches_only_the_interrupted_point(host
     started = {"name": "dflash-bs16", "release": "", "failed": False, "status": "started",
                "point": json.loads(first["03-dflash-bs16.json"])["point"]}  # fmt: skip
     (out / "03-dflash-bs16.json").write_text(json.dumps(started))
+    (private / "again").mkdir()
     run = run_sweep(private / "again", reports, {"spec_sweep_id": "grid", "spec_sweep_grid": GRID})
     assert run.status == "successful", run.stdout.read()[-4000:]
     stdout = " ".join("".join(e.get("stdout", "") for e in run.events).split())  # the callback wraps long lines

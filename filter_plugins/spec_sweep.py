@@ -15,6 +15,7 @@ if _PROJECT_MODULE_UTILS not in ansible.module_utils.__path__:
 
 from ansible.module_utils.specgate.sweep.sweep_report import (  # noqa: E402 - needs the path set above
     failed_row,
+    rejected_row,
     summarize,
     sweep_markdown,
     winners,
@@ -29,9 +30,15 @@ def spec_sweep_row(bench: dict[str, Any], name: str, release: str) -> dict[str, 
         raise AnsibleFilterError(f"spec_sweep_row: {error}") from error
 
 
-def spec_sweep_failed_row(reason: str, name: str, release: str | None = None) -> dict[str, Any]:
-    """`{{ reason | spec_sweep_failed_row(name, release) }}`."""
-    return failed_row(name, release, reason)
+def spec_sweep_failed_row(reason: str, name: str, release: str | None = None,
+                          point: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+    """`{{ reason | spec_sweep_failed_row(name, release, point) }}`."""
+    return failed_row(name, release, reason, point)
+
+
+def spec_sweep_rejected_row(message: str, name: str, point: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`{{ message | spec_sweep_rejected_row(name, point) }}`: a point the settings check refused, never launched."""
+    return rejected_row(name, point, message)
 
 
 def spec_sweep_winners(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -48,6 +55,7 @@ class FilterModule:
         return {
             "spec_sweep_row": spec_sweep_row,
             "spec_sweep_failed_row": spec_sweep_failed_row,
+            "spec_sweep_rejected_row": spec_sweep_rejected_row,
             "spec_sweep_winners": spec_sweep_winners,
             "spec_sweep_markdown": spec_sweep_markdown,
         }

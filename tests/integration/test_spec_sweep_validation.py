@@ -16,14 +16,14 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PROFILE = str(PROJECT_ROOT / "configs" / "profiles" / "bs8-b4-t4.yml")
 
 
-def run_validate(configs: list) -> tuple[str, str]:
+def run_validate(configs: list, **extra) -> tuple[str, str]:
     play = [{"hosts": "localhost", "connection": "local", "gather_facts": False, "roles": [{"role": "spec_sweep"}]}]
     with tempfile.TemporaryDirectory(prefix="sweep-validate-") as private:
         result = ansible_runner.run(
             private_data_dir=private,
             playbook=play,
             inventory=f"localhost ansible_connection=local ansible_python_interpreter={sys.executable}",
-            extravars={"spec_sweep_configs": configs},
+            extravars={"spec_sweep_configs": configs, "spec_sweep_reports_dir": private, **extra},
             cmdline="--tags spec_sweep_validate",
             envvars={
                 "ANSIBLE_CONFIG": str(PROJECT_ROOT / "ansible.cfg"),
@@ -35,7 +35,8 @@ def run_validate(configs: list) -> tuple[str, str]:
 
 
 CASES = {
-    "empty": ([], "it needs at least one config"),
+    "empty": ([], "Set exactly one of spec_sweep_configs (a list of configs) and spec_sweep_grid (axes and "
+                  "constraints): neither is set"),
     "unnamed": ([{"vars": {"sglang_service_block_size": 8}}], "each with a unique name"),
     "repeated": ([{"name": "a", "vars": {"sglang_service_block_size": 8}},
                   {"name": "a", "vars": {"sglang_service_block_size": 16}}], "each with a unique name"),
@@ -71,4 +72,36 @@ def test_the_shipped_sweeps_are_good_sweeps(sweep, names):
     configs = yaml.safe_load(text.replace("{{ playbook_dir }}", str(PROJECT_ROOT / "playbooks")))["spec_sweep_configs"]
     assert [c["name"] for c in configs] == names
     status, stdout = run_validate(configs)
+    assert status == "successful", stdout[-2000:]
+
+
+GRID = [{"name": "bs8", "axes": {"algorithm": ["DDTREE"], "block_size": [8], "budget": [4, 8], "topk": [4]}}]
+GRID_CASES = {
+    "both": ({"spec_sweep_configs": [{"name": "a", "profile": PROFILE}], "spec_sweep_grid": GRID},
+             "Set exactly one of spec_sweep_configs (a list of configs) and spec_sweep_grid (axes and constraints): "
+             "both are set"),
+    "unknown_axis": ({"spec_sweep_grid": [{"axes": {"block_size": [8], "budgets": [4]}}]},
+                     "spec_sweep_grid[0].axes.budgets: unknown axis"),
+    "other_drafter": ({"spec_sweep_grid": [{**GRID[0], "drafter": {"repo": "org/other-drafter"}}],
+                       "model_weights_drafter_repo": "org/mine"},
+                      "per-point drafters are not supported"),
+    "search_over_configs": ({"spec_sweep_search": True}, "spec_sweep_search needs spec_sweep_grid"),
+    "tolerance": ({"spec_sweep_grid": GRID, "spec_sweep_tolerance": 1.5},
+                  "spec_sweep_tolerance: 1.5 must be a fraction"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", GRID_CASES)
+def test_a_bad_grid_sweep_is_refused_naming_the_variable(case):
+    extra, expected = GRID_CASES[case]
+    configs = extra.pop("spec_sweep_configs", [] if "spec_sweep_grid" in extra else [{"name": "a", "profile": PROFILE}])
+    status, stdout = run_validate(configs, **extra)
+    assert status == "failed", stdout[-2000:]
+    assert " ".join(expected.split()) in " ".join(stdout.split())
+
+
+def test_the_shipped_grid_is_a_good_sweep():
+    grid = yaml.safe_load((PROJECT_ROOT / "configs" / "sweeps" / "field-notes-grid.yml").read_text())
+    status, stdout = run_validate([], spec_sweep_grid=grid["spec_sweep_grid"],
+                                  spec_sweep_search=grid["spec_sweep_search"])
     assert status == "successful", stdout[-2000:]

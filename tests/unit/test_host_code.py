@@ -5,6 +5,7 @@ says whether it belongs to the host set, so none drops out of that run unnoticed
 from __future__ import annotations
 
 import importlib
+import re
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,11 @@ MODULE_UTILS = sorted((ROOT / "module_utils" / "specgate").rglob("*.py"))
 # in library/ imports them, so a host's python3 never needs what they import.
 CONTROLLER_PACKAGES = {
     "sweep": "the sweep plans, picks and plots on the controller (jinja2 for constraints, matplotlib for the plots)",
+}
+# Modules that run on the controller only (their DOCUMENTATION says so, and the roles call them with
+# delegate_to: localhost), and why: only these may import a controller-only package.
+CONTROLLER_MODULES = {
+    "spec_sweep_state": "the sweep's rows and report live on the controller; it plans and plots there",
 }
 HOST_MODULE_UTILS = [p for p in MODULE_UTILS if p.relative_to(ROOT / "module_utils" / "specgate").parts[0]
                      not in CONTROLLER_PACKAGES]
@@ -56,12 +62,31 @@ def test_modules_import_on_this_python(path):
     assert callable(module.main)
 
 
-def test_no_module_imports_a_controller_only_package():
+def test_no_host_module_imports_a_controller_only_package():
     # A module runs on the host: importing a controller-side package would fail there on what that package needs.
+    # The controller-only modules are the exception, each listed with its reason and checked below.
     for path in LIBRARY:
+        if path.stem in CONTROLLER_MODULES:
+            continue
         for package, why in CONTROLLER_PACKAGES.items():
             assert f"ansible.module_utils.specgate.{package}" not in path.read_text(encoding="utf-8"), (
                 f"{path.name} imports specgate.{package}, which runs on the controller only: {why}")
+
+
+def test_controller_modules_say_they_run_on_the_controller_and_are_called_so():
+    for name in CONTROLLER_MODULES:
+        path = ROOT / "library" / f"{name}.py"
+        assert path.is_file(), f"CONTROLLER_MODULES names {name}, which library/ does not hold"
+        assert "controller only" in importlib.import_module(name).DOCUMENTATION, (
+            f"{name}'s DOCUMENTATION must say it runs on the controller only")
+        calls = [(task, text) for task in (ROOT / "roles").rglob("*.yml")
+                 for text in [task.read_text(encoding="utf-8")] if f"{name}:" in text]
+        assert calls, f"no role calls {name}"
+        for task, text in calls:
+            # every task that calls it delegates to the controller
+            for block in re.split(r"\n\s*- name:", text):
+                if f"{name}:" in block:
+                    assert "delegate_to: localhost" in block, f"{task.relative_to(ROOT)}: {name} without delegate_to"
 
 
 def test_every_unit_test_module_is_in_the_host_set_or_says_why_not():

@@ -94,7 +94,7 @@ def test_the_extractor_finds_the_messages_of_every_stage(messages, keys):
         ("spec_gate", "The server on … requires an API key but spec_gate_api_key is empty",
          "roles/spec_gate/tasks/inputs.yml"),
         # spec_sweep and locks
-        ("spec_sweep", "spec_sweep_configs is not a usable sweep", "roles/spec_sweep/tasks/main.yml"),
+        ("spec_sweep", "spec_sweep_configs is not a usable sweep", "roles/spec_sweep/tasks/validate.yml"),
         ("locks_rollback", "The change lock … is held by", "module_utils/specgate/service/host_lock.py"),
         ("locks_rollback", "No known-good release on … (… is missing)", "roles/sglang_service/tasks/rollback.yml"),
         # an action plugin's failed result

@@ -1,5 +1,9 @@
 """A sweep on the gate host: two configs are deployed and benchmarked, a third crashes on start and is recorded
-with its reason; rows land on the controller as each finishes; known-good serves again at the end."""
+with its reason; rows land on the controller as each finishes; known-good serves again at the end.
+
+Then a grid (Sweep v2) of four points: two run, one crashes on start, one the service role's settings check refuses
+(DDTREE on an engine without the DDTree patch) and is skipped, never launched; the report has its plots. A re-run of
+the same sweep id after a kill mid-bench launches only the interrupted point."""
 
 from __future__ import annotations
 
@@ -34,24 +38,13 @@ def host():
     return testinfra.get_host("podman://specgate-gate")
 
 
-@pytest.fixture(scope="module")
-def sweep(tmp_path_factory):
-    private = tmp_path_factory.mktemp("sweep")
-    reports = private / "reports"
-    run = ansible_runner.run(
+def run_sweep(private: Path, reports: Path, extravars: dict) -> ansible_runner.Runner:
+    return ansible_runner.run(
         private_data_dir=str(private),
         project_dir=str(SCENARIO),
         playbook=str(SCENARIO / "sweep.yml"),
         inventory=os.environ["MOLECULE_INVENTORY_FILE"],
-        extravars={
-            "spec_sweep_id": "molecule",
-            "spec_sweep_reports_dir": str(reports),
-            "spec_sweep_configs": [
-                config("bs8", 8),
-                config("crash", 8, SPECGATE_SIM_FAULT_CRASH_DURING_LOAD="1"),
-                config("bs16", 16),
-            ],
-        },
+        extravars={"spec_sweep_reports_dir": str(reports), **extravars},
         quiet=True,
         envvars={
             "ANSIBLE_CONFIG": str(PROJECT / "ansible.cfg"),
@@ -59,6 +52,20 @@ def sweep(tmp_path_factory):
             "ANSIBLE_FACT_CACHING": "memory",
         },
     )
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    private = tmp_path_factory.mktemp("sweep")
+    reports = private / "reports"
+    run = run_sweep(private, reports, {
+        "spec_sweep_id": "molecule",
+        "spec_sweep_configs": [
+            config("bs8", 8),
+            config("crash", 8, SPECGATE_SIM_FAULT_CRASH_DURING_LOAD="1"),
+            config("bs16", 16),
+        ],
+    })  # fmt: skip
     return run, reports / "specgate-gate" / "sweeps" / "molecule"
 
 
@@ -108,3 +115,98 @@ def test_the_sweep_publishes_what_its_summary_reads(sweep):
     assert {w["name"] for w in published["winners"].values()} <= {"bs8", "bs16"}
     # The configs carry inline vars on top of the profile: no -e @profile alone deploys them.
     assert published["winner_profiles"] == []
+
+
+def subgrid(name: str, axes: dict, **extra) -> dict:
+    block = axes["block_size"][0]
+    return {"name": name, "axes": axes, **extra,
+            "vars": {"sglang_service_drafter_path": f"/models/kimi-k26-dflash-b{block}",
+                     "sglang_service_extra_env": SIM_ENV}}  # fmt: skip
+
+
+# Four points, one launch each: dflash-bs8 and dflash-bs16 run, dflash-bs8-crash between them crashes on start (a
+# preset's engine environment), bs8-b4-t4 is DDTREE, which the sim's engine (SGLang 0.5.23 without the DDTree patch)
+# cannot run.
+GRID = [
+    subgrid("bs8", {"algorithm": ["DFLASH"], "block_size": [8]}),
+    subgrid("crash", {"algorithm": ["DFLASH"], "block_size": [8], "parallel": ["crash"]},
+            parallel_presets={"crash": {"sglang_service_extra_env": {**SIM_ENV,
+                                                                     "SPECGATE_SIM_FAULT_CRASH_DURING_LOAD": "1"}}}),
+    subgrid("bs16", {"algorithm": ["DFLASH"], "block_size": [16]}),
+    subgrid("ddtree", {"algorithm": ["DDTREE"], "block_size": [8], "budget": [4], "topk": [4]}),
+]  # fmt: skip
+GRID_FILES = ("01-dflash-bs8.json", "02-dflash-bs8-crash.json", "03-dflash-bs16.json", "04-bs8-b4-t4.json")
+
+
+@pytest.fixture(scope="module")
+def grid_sweep(tmp_path_factory):
+    private = tmp_path_factory.mktemp("grid")
+    reports = private / "reports"
+    run = run_sweep(private, reports, {"spec_sweep_id": "grid", "spec_sweep_grid": GRID})
+    out = reports / "specgate-gate" / "sweeps" / "grid"
+    return run, out, private, reports, {name: (out / name).read_text() for name in GRID_FILES if (out / name).exists()}
+
+
+def test_the_grid_sweep_runs_its_points_skips_the_rejected_one_and_restores_known_good(host, grid_sweep):
+    run, out, *_ = grid_sweep
+    assert run.status == "successful", run.stdout.read()[-4000:]
+    assert pointer(host, "active") == pointer(host, "known-good")
+    assert host.service("sglang").is_running
+    rows = [json.loads((out / name).read_text()) for name in GRID_FILES]
+    assert [r["status"] for r in rows] == ["ok", "failed", "ok", "rejected"]
+    assert "did not become ready" in rows[1]["reason"]
+    assert "DDTREE needs an SGLang install carrying the DDTree pull request" in rows[3]["reason"]
+    assert rows[3]["release"] == ""  # never deployed
+    for row in (rows[0], rows[2]):
+        assert row["speed_c1_short"] > 0
+        assert row["point"]["algorithm"] == "DFLASH"
+        assert row["launch_s"] > 0
+
+
+def test_the_grid_sweep_prints_its_progress_as_each_point_starts(grid_sweep):
+    run, *_ = grid_sweep
+    stdout = " ".join("".join(e.get("stdout", "") for e in run.events).split())  # the callback wraps long lines
+    assert "sweep point 1 of 3: dflash-bs8; elapsed" in stdout
+    assert "sweep point 2 of 3: dflash-bs8-crash" in stdout
+    assert "sweep point 3 of 3: dflash-bs16" in stdout
+    assert "ETA after the first launch" in stdout
+    assert "launch(es) measured" in stdout
+    assert "bs8-b4-t4; elapsed" not in stdout  # rejected: never launched
+
+
+def test_the_grid_report_has_winners_inventory_snippets_and_plots(grid_sweep):
+    _, out, *_ = grid_sweep
+    report = json.loads((out / "sweep.json").read_text())
+    assert set(report["winners"]) == {"latency", "long_context", "throughput"}
+    for win in report["winners"].values():
+        assert win["name"] in {"dflash-bs8", "dflash-bs16"}
+        assert "sglang_service_algorithm: DFLASH" in win["inventory"]
+    assert report["launches"]["launched"] == 3
+    markdown = (out / "sweep.md").read_text()
+    assert "## Skipped" in markdown
+    assert "bs8-b4-t4" in markdown
+    for plot in report["plots"]:
+        assert (out / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"]({plot})" in markdown
+    assert "throughput-vs-concurrency.png" in report["plots"]
+
+
+def test_a_rerun_after_a_kill_mid_bench_launches_only_the_interrupted_point(host, grid_sweep):
+    _, out, private, reports, first = grid_sweep
+    assert set(first) == set(GRID_FILES)
+    # The sweep was killed while dflash-bs16 was being benchmarked: its row says started.
+    started = {"name": "dflash-bs16", "release": "", "failed": False, "status": "started",
+               "point": json.loads(first["03-dflash-bs16.json"])["point"]}  # fmt: skip
+    (out / "03-dflash-bs16.json").write_text(json.dumps(started))
+    (private / "again").mkdir()
+    run = run_sweep(private / "again", reports, {"spec_sweep_id": "grid", "spec_sweep_grid": GRID})
+    assert run.status == "successful", run.stdout.read()[-4000:]
+    stdout = " ".join("".join(e.get("stdout", "") for e in run.events).split())  # the callback wraps long lines
+    assert "sweep point 3 of 3: dflash-bs16" in stdout  # two of the three launchable points are finished
+    assert stdout.count("sweep point ") == 1, "only the interrupted point is launched again"
+    for name in ("01-dflash-bs8.json", "02-dflash-bs8-crash.json", "04-bs8-b4-t4.json"):
+        assert (out / name).read_text() == first[name], f"{name} was rewritten"
+    redone = json.loads((out / "03-dflash-bs16.json").read_text())
+    assert redone["status"] == "ok"
+    assert redone["speed_c1_short"] > 0
+    assert pointer(host, "active") == pointer(host, "known-good")

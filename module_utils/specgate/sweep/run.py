@@ -1,0 +1,203 @@
+"""The sweep's loop, one question at a time: given the grid (or v1's configs) and the rows on the controller so far,
+which point to launch next, the progress line to print as it starts, and what was skipped or failed.
+
+Stateless like resume.py: the playbook launches the point this answers, writes its row, and asks again, so a
+re-run of the same sweep id continues from the rows on disk (finished points are not launched again, a point
+interrupted mid-bench is redone). The rows are the files `NN-<name>.json` in the sweep's directory, NN the point's
+place in the grid, so a redo rewrites its own file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ansible.module_utils.specgate.sweep.grid import Drafter, GridError, Point, expand
+from ansible.module_utils.specgate.sweep.pick import DEFAULT_TOLERANCE
+from ansible.module_utils.specgate.sweep.plots import write_plots
+from ansible.module_utils.specgate.sweep.progress import progress_line
+from ansible.module_utils.specgate.sweep.resume import next_to_launch, plan, status
+from ansible.module_utils.specgate.sweep.sweep_report import (
+    current_rows,
+    robust_winners,
+    sweep_document,
+    sweep_report_markdown,
+)
+
+CONFIG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]*$")
+
+
+class SweepInputError(ValueError):
+    """The sweep's variables cannot make a sweep: the message names the variable and the fix."""
+
+
+@dataclass(frozen=True)
+class ConfigPoint:
+    """A v1 config (spec_sweep_configs): a name and the sglang_service_* variables it deploys with, no grid axes.
+    It answers what resume.py asks of a point (name, key, cost), so v1 sweeps resume the same way."""
+
+    name: str
+    vars: tuple[tuple[str, Any], ...]
+
+    def key(self) -> dict[str, Any]:
+        return {"vars": dict(self.vars)}
+
+    def cost(self) -> tuple:
+        return ()
+
+    def service_vars(self) -> dict[str, Any]:
+        return dict(self.vars)
+
+
+SweepPoint = Point | ConfigPoint
+
+
+@dataclass(frozen=True)
+class Step:
+    """The answer to "what next?"."""
+
+    point: SweepPoint | None  # None: the sweep is done
+    index: int  # 1-based place of the point among the launchable ones (progress), 0 when done
+    total: int  # launchable points (the grid less the rejected ones)
+    progress: str | None
+    finished: tuple[str, ...] = ()
+    skipped: tuple[dict, ...] = ()  # rejected before any launch: {name, reason}
+    failed: tuple[dict, ...] = ()  # crashed on start or in the benchmark: {name, reason}
+    redo: Mapping[str, str] = field(default_factory=dict)
+    pruned: Mapping[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+
+def drafter_of(raw: Mapping | None) -> Drafter | None:
+    """The weights stage's drafter as {repo, revision}; None or an empty repo: no drafter by repo."""
+    if not raw or not raw.get("repo"):
+        return None
+    return Drafter(str(raw["repo"]), raw.get("revision") or None)
+
+
+def points_of(grid: object = None, configs: Sequence[Mapping] | None = None, *,
+              weights_drafter: Drafter | None = None) -> list[SweepPoint]:  # fmt: skip
+    """The sweep's points in order, from exactly one of spec_sweep_grid and spec_sweep_configs (v1, resolved: each
+    {name, vars}). A grid point that names another drafter than the weights stage's is refused: the sweep runs
+    every point on the one drafter model_weights fetched before it."""
+    has_grid = grid not in (None, [], {})
+    has_configs = bool(configs)
+    if has_grid == has_configs:
+        raise SweepInputError(
+            "Set exactly one of spec_sweep_configs (a list of configs) and spec_sweep_grid (axes and constraints): "
+            + ("both are set." if has_grid else "neither is set.")
+        )
+    if has_configs:
+        out: list[SweepPoint] = []
+        for index, config in enumerate(configs or []):
+            name = str(config.get("name") or "")
+            if not CONFIG_NAME.match(name):
+                raise SweepInputError(f"spec_sweep_configs[{index}]: name {name!r} is not letters, digits, dots "
+                                      "and dashes (starting with a letter or digit).")  # fmt: skip
+            out.append(ConfigPoint(name, tuple(sorted(dict(config.get("vars") or {}).items()))))
+        if len({p.name for p in out}) != len(out):
+            raise SweepInputError("spec_sweep_configs: names repeat; give each config a unique name.")
+        return out
+    try:
+        points = expand(grid)
+    except GridError as error:
+        raise SweepInputError(str(error)) from error
+    for point in points:
+        if point.drafter is None or point.drafter == weights_drafter or (
+                weights_drafter is not None and point.drafter.repo == weights_drafter.repo
+                and point.drafter.revision is None):  # fmt: skip
+            continue
+        raise SweepInputError(
+            f"spec_sweep_grid: point {point.name} names drafter {point.drafter.repo}"
+            f"{'@' + point.drafter.revision if point.drafter.revision else ''}, but the sweep runs every point on the "
+            f"weights stage's drafter ({weights_drafter.repo if weights_drafter else 'none by repo'}); per-point "
+            "drafters are not supported: drop the sub-grid's drafter, or sweep it in its own run with "
+            "model_weights_drafter_repo (or model_weights_drafter) set to it.")  # fmt: skip
+    return points
+
+
+def row_file(points: Sequence[SweepPoint], point: SweepPoint) -> str:
+    """The row's file name: NN-<name>.json, NN the point's place in the grid (a redo rewrites its file)."""
+    return f"{[p.name for p in points].index(point.name) + 1:02d}-{point.name}.json"
+
+
+def describe(points: Sequence[SweepPoint], point: SweepPoint) -> dict[str, Any]:
+    """What the playbook needs of a point: its name, row file, variables, and what its row records of it."""
+    return {"name": point.name, "file": row_file(points, point), "vars": point.service_vars(), "key": point.key(),
+            "cost": list(point.cost())}  # fmt: skip
+
+
+def started_row(point: SweepPoint) -> dict[str, Any]:
+    """Written as a point's launch begins: a sweep killed before its real row is written redoes the point."""
+    return {"name": point.name, "release": "", "failed": False, "status": "started", "point": point.key()}
+
+
+def _latest(rows: Sequence[Mapping]) -> dict[str, Mapping]:
+    by_name: dict[str, Mapping] = {}
+    for row in rows:
+        by_name[row["name"]] = row
+    return by_name
+
+
+def next_step(points: Sequence[SweepPoint], rows: Sequence[Mapping], *, search: bool = False,
+              tolerance: float = DEFAULT_TOLERANCE, elapsed_s: float = 0.0) -> Step:  # fmt: skip
+    """The point to launch next from the rows so far (exhaustive: the first unfinished; search: the search's next
+    proposal), with the progress line "point i of N, elapsed, ETA" to print as it starts. The ETA is the median
+    launch time of the rows that recorded one (``launch_s``), times the points left."""
+    if search and any(isinstance(p, ConfigPoint) for p in points):
+        raise SweepInputError(
+            "spec_sweep_search needs spec_sweep_grid: a list of configs (spec_sweep_configs) "
+            "has no ordered axes to search; set spec_sweep_search: false or give a grid."
+        )
+    if not 0 <= tolerance < 1:
+        raise SweepInputError(f"spec_sweep_tolerance: {tolerance!r} must be a fraction in [0, 1), e.g. 0.01 for 1 %.")
+    resumed = plan(points, rows)
+    by_name = _latest(rows)
+    finished = resumed.finished
+    skipped = tuple({"name": n, "reason": r.get("reason", "")} for n, r in finished.items()
+                    if status(r) == "rejected")  # fmt: skip
+    failed = tuple({"name": n, "reason": r.get("reason", "")} for n, r in finished.items() if status(r) == "failed")
+    rejected = {s["name"] for s in skipped}
+    launchable = [p for p in points if p.name not in rejected]
+    done = [p for p in launchable if p.name in finished]
+    if search:
+        answer = next_to_launch(points, rows, search=True, tolerance=tolerance)
+        point, pruned = answer.point, dict(answer.proposal.pruned) if answer.proposal else {}
+        notes = tuple(answer.proposal.notes) if answer.proposal else ()
+    else:
+        point, pruned, notes = (resumed.todo[0] if resumed.todo else None), {}, ()
+    durations = [float(r["launch_s"]) for r in by_name.values()
+                 if r.get("launch_s") is not None and status(r) in ("ok", "failed")]  # fmt: skip
+    progress = None
+    index = 0
+    if point is not None:
+        index = len(done) + 1
+        progress = progress_line(index, len(launchable), point.name, elapsed_s, durations, search=search)
+    return Step(point, index, len(launchable), progress, tuple(finished), skipped, failed, dict(resumed.redo), pruned,
+                notes)  # fmt: skip
+
+
+def report(directory: Path, sweep_id: str, host: str, points: Sequence[SweepPoint], rows: Sequence[Mapping], *,
+           search: bool = False, tolerance: float = DEFAULT_TOLERANCE,
+           write: bool = True) -> dict[str, Any]:  # fmt: skip
+    """sweep.md (embedding the plots), sweep.json and the PNG plots under ``directory``, from the rows that stand;
+    the winners per use case by the robust pick. ``write=False`` (check mode) works them out and writes nothing."""
+    standing = [dict(r) for r in current_rows(rows) if r["name"] in {p.name for p in points}]
+    best = robust_winners(standing, tolerance)
+    step = next_step(points, rows, search=search, tolerance=tolerance)
+    launches = {"mode": "search" if search else "exhaustive",
+                "launched": sum(status(r) in ("ok", "failed") for r in standing), "points": len(points),
+                "pruned": dict(step.pruned), "notes": list(step.notes)}  # fmt: skip
+    directory = Path(directory)
+    plots = [str(p) for p in write_plots(standing, directory)] if write else []
+    markdown = sweep_report_markdown(sweep_id, host, standing, best, plots=plots, launches=launches)
+    document = sweep_document(sweep_id, host, standing, best, plots=plots, launches=launches)
+    if write:
+        (directory / "sweep.md").write_text(markdown)
+        (directory / "sweep.json").write_text(json.dumps(document, indent=1) + "\n")
+    return {"markdown": markdown, "winners": document["winners"], "launches": launches,
+            "files": [str(directory / "sweep.md"), str(directory / "sweep.json"), *plots]}  # fmt: skip

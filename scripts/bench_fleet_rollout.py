@@ -76,19 +76,28 @@ def success_line(ok: int, failed: int) -> str:
 
 
 class Client:
-    """Requests through the router in a loop until stopped, counting every answer that is not a 200."""
+    """Requests through the router in a loop until stopped (or a cap on count or time is reached), counting every
+    answer that is not a 200. molecule/fleet's tests send their traffic with it too."""
 
-    def __init__(self, router: str, api_key: str | None) -> None:
+    def __init__(self, router: str, api_key: str | None, max_requests: int | None = None,
+                 max_seconds: float | None = None) -> None:
         self.router = router.rstrip("/")
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.ok = 0
         self.failed: list[str] = []
+        self._limits = (max_requests, max_seconds)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
+    def _capped(self, started: float) -> bool:
+        max_requests, max_seconds = self._limits
+        return ((max_requests is not None and self.ok + len(self.failed) >= max_requests)
+                or (max_seconds is not None and time.monotonic() - started > max_seconds))
+
     def _run(self) -> None:
+        started = time.monotonic()
         with httpx.Client(timeout=60, headers=self.headers) as client:
-            while not self._stop.is_set():
+            while not self._stop.is_set() and not self._capped(started):
                 try:
                     answer = client.post(f"{self.router}/generate", json={
                         "text": f"def add_{self.ok + len(self.failed)}(a, b):",

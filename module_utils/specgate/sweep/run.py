@@ -136,13 +136,6 @@ def started_row(point: SweepPoint) -> dict[str, Any]:
     return {"name": point.name, "release": "", "failed": False, "status": "started", "point": point.key()}
 
 
-def _latest(rows: Sequence[Mapping]) -> dict[str, Mapping]:
-    by_name: dict[str, Mapping] = {}
-    for row in rows:
-        by_name[row["name"]] = row
-    return by_name
-
-
 def next_step(points: Sequence[SweepPoint], rows: Sequence[Mapping], *, search: bool = False,
               tolerance: float = DEFAULT_TOLERANCE, elapsed_s: float = 0.0) -> Step:  # fmt: skip
     """The point to launch next from the rows so far (exhaustive: the first unfinished; search: the search's next
@@ -156,7 +149,6 @@ def next_step(points: Sequence[SweepPoint], rows: Sequence[Mapping], *, search: 
     if not 0 <= tolerance < 1:
         raise SweepInputError(f"spec_sweep_tolerance: {tolerance!r} must be a fraction in [0, 1), e.g. 0.01 for 1 %.")
     resumed = plan(points, rows)
-    by_name = _latest(rows)
     finished = resumed.finished
     skipped = tuple({"name": n, "reason": r.get("reason", "")} for n, r in finished.items()
                     if status(r) == "rejected")  # fmt: skip
@@ -170,7 +162,7 @@ def next_step(points: Sequence[SweepPoint], rows: Sequence[Mapping], *, search: 
         notes = tuple(answer.proposal.notes) if answer.proposal else ()
     else:
         point, pruned, notes = (resumed.todo[0] if resumed.todo else None), {}, ()
-    durations = [float(r["launch_s"]) for r in by_name.values()
+    durations = [float(r["launch_s"]) for r in current_rows(rows)
                  if r.get("launch_s") is not None and status(r) in ("ok", "failed")]  # fmt: skip
     progress = None
     index = 0

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -24,6 +25,9 @@ import testinfra
 
 SCENARIO = Path(os.environ.get("MOLECULE_SCENARIO_DIRECTORY", Path(__file__).resolve().parents[1]))
 PROJECT = SCENARIO.parents[1]
+sys.path.insert(0, str(PROJECT / "scripts"))
+import bench_fleet_rollout as fleet_bench  # noqa: E402 - the benchmark's client, found through the path above
+
 EPHEMERAL = Path(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "/nonexistent"))
 BASE = "/opt/specgate"
 REPLICAS = {"specgate-fleet-a": 36000, "specgate-fleet-b": 36001}
@@ -101,44 +105,9 @@ def hosts_that_ran(run: ansible_runner.Runner, task_prefix: str) -> list[str]:
     ]
 
 
-class Client:
-    """Requests through the router in a loop, bounded in count and time, counting every non-200 answer."""
-
-    def __init__(self, max_requests: int = 50000, max_seconds: float = 900) -> None:
-        self.ok = 0
-        self.failed: list[str] = []
-        self._stop = threading.Event()
-        self._limits = (max_requests, max_seconds)
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        max_requests, max_seconds = self._limits
-        started = time.monotonic()
-        with httpx.Client(timeout=60, headers={"Authorization": f"Bearer {KEY}"}) as client:
-            while not self._stop.is_set() and self.ok + len(self.failed) < max_requests:
-                if time.monotonic() - started > max_seconds:
-                    break
-                try:
-                    answer = client.post(
-                        f"{ROUTER}/generate",
-                        json={"text": f"def add_{self.ok + len(self.failed)}(a, b):",
-                              "sampling_params": {"max_new_tokens": 16}},
-                    )
-                    if answer.status_code == 200:
-                        self.ok += 1
-                    else:
-                        self.failed.append(f"{answer.status_code}: {answer.text[:200]}")
-                except httpx.HTTPError as error:
-                    self.failed.append(repr(error))
-                time.sleep(0.05)
-
-    def __enter__(self) -> Client:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join(timeout=120)
+def router_client() -> fleet_bench.Client:
+    """Requests through the router, as scripts/bench_fleet_rollout.py sends them, capped to outlast a rollout."""
+    return fleet_bench.Client(ROUTER, KEY, max_requests=50000, max_seconds=900)
 
 
 def test_converged_fleet_serves_behind_a_ready_router() -> None:
@@ -161,7 +130,7 @@ def test_converged_fleet_serves_behind_a_ready_router() -> None:
 
 def test_a_passing_configuration_reaches_the_fleet_one_batch_at_a_time_without_a_failed_request(tmp_path) -> None:
     known = releases()
-    with Client() as client:
+    with router_client() as client:
         # A bake too: each replica becomes known-good only after the client's live traffic proved it.
         run = rollout(tmp_path, {"sglang_service_extra_env": {**SIM_ENV, "SPECGATE_SIM_SEED": "11"},
                                  "fleet_rollout_bake_seconds": 9, "fleet_rollout_bake_interval": 3})
@@ -239,7 +208,7 @@ def test_a_bake_that_sees_the_canary_fall_back_to_plain_decoding_rolls_it_back_a
         return True
 
     try:
-        with Client() as client:
+        with router_client() as client:
             run = rollout(
                 tmp_path,
                 {"sglang_service_extra_env": {**SIM_ENV, "SPECGATE_SIM_SEED": "13",

@@ -9,25 +9,23 @@ library/specgate_follow_job.py.
 
 from __future__ import annotations
 
-import base64
-import json
 import time
+from pathlib import Path
 
+import ansible.module_utils
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
+# ansible.cfg's module_utils path is only searched when Ansible packages a module; a controller-side plugin
+# must put the project's module_utils on the package path itself to share the logic with the modules.
+_PROJECT_MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_utils")
+if _PROJECT_MODULE_UTILS not in ansible.module_utils.__path__:
+    ansible.module_utils.__path__.append(_PROJECT_MODULE_UTILS)
+
+from ansible.module_utils.specgate.common.progress import progress_line  # noqa: E402 - path set above
+
 display = Display()
-
-
-def progress_line(slurped: dict) -> str | None:
-    """The `line` of a slurped progress report, or None while the job has not written one yet."""
-    if slurped.get("failed") or "content" not in slurped:
-        return None
-    try:
-        return json.loads(base64.b64decode(slurped["content"]))["line"]
-    except (ValueError, KeyError, TypeError):  # a report caught mid-write or of another shape: skip this round
-        return None
 
 
 class ActionModule(ActionBase):

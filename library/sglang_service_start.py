@@ -12,6 +12,7 @@ from ansible.module_utils.specgate.service.load_progress import load_report, rea
 from ansible.module_utils.specgate.service.readiness import (
     UnitState,
     fetch_server_info,
+    http_post,
     identity_mismatches,
     probe_health,
     redact,
@@ -95,6 +96,20 @@ options:
       - JSON file of each release's last load time on this host. The progress report compares the load
         with the last one of I(release); a load that becomes ready is recorded.
     type: path
+  gate_url:
+    description:
+      - Rank 0's gated-launch control server (SGLang's C(--gated-launch-port)), e.g. C(http://127.0.0.1:25100),
+        for the rank 0 of a multi-node deployment. After the start, waits until its C(GET /health) answers (it
+        starts only once every node joined the process group), then sends C(POST /gate/activate) so every rank
+        loads its weights, then waits for the server as without a gate.
+      - Unset, the start is not gated.
+    type: str
+  join_timeout:
+    description:
+      - Seconds every node may take to join, with I(gate_url). The gate has no timeout of its own; past this
+        the module fails instead of waiting out the rendezvous timeout (C(--dist-timeout)).
+    type: float
+    default: 600
 """
 
 EXAMPLES = r"""
@@ -111,6 +126,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+joined:
+  description: With I(gate_url), bool, waited_s, reason, as for I(ready), of the wait for every node to join.
+  returned: with gate_url, unless check mode
+  type: dict
 ready:
   description: bool, waited_s, polls, connection_errors, loading_answers, main_pid, reason, last_status.
   returned: unless check mode
@@ -140,6 +159,12 @@ def unit_state(module: AnsibleModule, unit: str) -> UnitState:
     return UnitState.from_props(props)
 
 
+def activate_gate(gate: str) -> str | None:
+    """POST /gate/activate (srt/distributed/gated_launch.py answers "OK"): None once open, else why not."""
+    probe = http_post(gate + "/gate/activate", timeout=10.0)
+    return None if probe.status == 200 else (f"HTTP {probe.status}" if probe.status else probe.error)
+
+
 def journal_tail(module: AnsibleModule, unit: str, since: float, lines: int, secrets: list[str]) -> list[str]:
     _rc, out, err = module.run_command(
         ["journalctl", "-u", unit, "--since", f"@{int(since)}", "-n", str(lines), "--no-pager", "-o", "short-iso"]
@@ -164,6 +189,8 @@ def main() -> None:
             "release": {"type": "str"},
             "progress_file": {"type": "path"},
             "load_times_file": {"type": "path"},
+            "gate_url": {"type": "str"},
+            "join_timeout": {"type": "float", "default": 600},
         },
         supports_check_mode=True,
     )
@@ -202,6 +229,27 @@ def main() -> None:
 
         writer = ProgressWriter(p["progress_file"], measure)
         writer.start()
+    if p["gate_url"] and p["start"]:
+        gate = p["gate_url"].rstrip("/")
+        joined = wait_ready(
+            probe=lambda: probe_health(gate + "/health"),
+            unit_state=lambda: unit_state(module, unit),
+            timeout=p["join_timeout"],
+            baseline_restarts=baseline_restarts,
+            interval=p["poll_interval"],
+        )
+        if not joined.ready:
+            journal = journal_tail(module, unit, since, p["journal_lines"], secrets)
+            module.fail_json(
+                msg=f"not every node joined the deployment within {p['join_timeout']:.0f} s "
+                f"(sglang_service_join_timeout): {joined.reason}. Journal of {unit} since the start:\n"
+                + "\n".join(journal),
+                joined=joined.as_dict(), journal=journal, changed=True,
+            )
+        activated = activate_gate(gate)
+        if activated:
+            module.fail_json(msg=f"every node joined, but the gate at {gate} refused to open: {activated}",
+                             joined=joined.as_dict(), changed=True)
     try:
         ready = wait_ready(
             probe=lambda: probe_health(base + "/health"),

@@ -6,6 +6,7 @@ human `line`) every few seconds, and the controller's specgate_follow_job action
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import tempfile
@@ -13,6 +14,17 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any
+
+
+def progress_line(slurped: dict) -> str | None:
+    """The `line` of a progress report as ansible.builtin.slurp returned it, or None while the job has not written
+    one yet."""
+    if slurped.get("failed") or "content" not in slurped:
+        return None
+    try:
+        return json.loads(base64.b64decode(slurped["content"]))["line"]
+    except (ValueError, KeyError, TypeError):  # a report caught mid-write or of another shape: skip this round
+        return None
 
 
 def format_duration(seconds: float) -> str:

@@ -74,12 +74,14 @@ _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def http_get(
-    url: str, timeout: float, headers: Mapping[str, str] | None = None
+    url: str, timeout: float, headers: Mapping[str, str] | None = None, method: str = "GET"
 ) -> tuple[int | None, bytes, str | None]:
-    """GET without raising: (status, body, error). Refused/reset/timeouts come back as error text.
+    """GET (or `method`, without a body) without raising: (status, body, error). Refused/reset/timeouts come back
+    as error text.
 
     Loopback URLs go direct whatever the proxy variables say; any other host keeps the environment's proxies."""
-    request = urllib.request.Request(url, headers=dict(headers or {}))
+    request = urllib.request.Request(url, headers=dict(headers or {}), method=method,
+                                     data=b"" if method == "POST" else None)
     opener = _DIRECT if is_loopback_url(url) else urllib.request.build_opener()
     try:
         with opener.open(request, timeout=timeout) as response:
@@ -89,6 +91,12 @@ def http_get(
     except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
         reason = getattr(exc, "reason", exc)
         return None, b"", f"{type(reason).__name__}: {reason}"
+
+
+def http_post(url: str, timeout: float = 5.0) -> Probe:
+    """An empty POST (the gated launch's /gate/activate), as a Probe."""
+    status, _body, error = http_get(url, timeout, method="POST")
+    return Probe(status, error)
 
 
 def probe_health(url: str, timeout: float = 5.0) -> Probe:

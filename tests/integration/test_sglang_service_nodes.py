@@ -26,7 +26,8 @@ def h100(count: int = 8) -> dict:
 KIMI = {**GOOD, "sglang_service_tp_size": 16, "sglang_service_nodes_group": "kimi_h100_pair"}
 
 
-def run_validate(extravars: dict, gpus: dict, ranks: dict | None = None) -> tuple[str, str]:
+def run_validate(extravars: dict, gpus: dict, ranks: dict | None = None, *, envs: dict | None = None,
+                 limit: str | None = None, forks: int | None = None) -> tuple[str, str]:
     play = [
         {
             "hosts": "kimi_h100_pair",
@@ -36,7 +37,7 @@ def run_validate(extravars: dict, gpus: dict, ranks: dict | None = None) -> tupl
                     "name": "Hand over each node's preflight and sglang_env facts",
                     "tags": ["always"],
                     "ansible.builtin.set_fact": {
-                        "specgate_sglang_env": ENV_FACT,
+                        "specgate_sglang_env": "{{ test_envs[inventory_hostname] | default(test_env) }}",
                         "specgate_engine": ENGINE_FACT,
                         "specgate_gpu": "{{ test_gpus[inventory_hostname] }}",
                     },
@@ -54,7 +55,10 @@ def run_validate(extravars: dict, gpus: dict, ranks: dict | None = None) -> tupl
             private_data_dir=private,
             playbook=play,
             inventory="\n".join(lines) + "\n",
-            extravars={**extravars, "test_gpus": json.loads(json.dumps(gpus))},
+            extravars={**extravars, "test_gpus": json.loads(json.dumps(gpus)), "test_env": ENV_FACT,
+                       "test_envs": envs or {}},
+            limit=limit,
+            forks=forks,
             cmdline="--tags sglang_service_validate",
             envvars={
                 "ANSIBLE_CONFIG": str(PROJECT_ROOT / "ansible.cfg"),
@@ -96,3 +100,25 @@ def test_a_bad_group_is_refused_naming_the_host_or_variable(extravars, gpus, ran
     status, stdout = run_validate(extravars, gpus, ranks)
     assert status == "failed", stdout[-3000:]
     assert flat(message) in flat(stdout), stdout[-3000:]
+
+
+def test_a_run_that_would_restart_one_node_alone_is_refused():
+    status, stdout = run_validate(KIMI, {"h100-a": h100(), "h100-b": h100()}, limit="h100-b")
+    assert status == "failed"
+    assert "this run's batch lacks h100-a: its nodes restart together or not at all" in flat(stdout)
+    assert "Fix: run with -l kimi_h100_pair" in flat(stdout)
+
+
+def test_fewer_forks_than_nodes_are_refused():
+    status, stdout = run_validate(KIMI, {"h100-a": h100(), "h100-b": h100()}, forks=1)
+    assert status == "failed"
+    assert "kimi_h100_pair has 2 nodes, but Ansible runs 1 fork(s)" in flat(stdout)
+
+
+def test_a_node_whose_venv_differs_would_run_another_release_and_is_refused_naming_it():
+    drifted = {**ENV_FACT, "fingerprint": "0123456789abcdef"}  # its installed set hashes otherwise
+    status, stdout = run_validate(KIMI, {"h100-a": h100(), "h100-b": h100()}, envs={"h100-b": drifted})
+    assert status == "failed"
+    text = flat(stdout)
+    assert "The nodes of kimi_h100_pair (sglang_service_nodes_group) must run one release, but h100-b would run" in text
+    assert "Nothing was changed on any node" in text

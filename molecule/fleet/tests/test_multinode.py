@@ -1,0 +1,169 @@
+"""The two replicas redeployed as one SGLang deployment over two nodes (inventory group fleet_pair), by deploy.yml.
+
+Runs after test_fleet.py (the fleet's own proofs need the replicas single). Host networking: the nodes share the
+machine's loopback, so each binds its own address (rank 0 127.0.0.1, rank 1 127.0.0.2) on the same port, and rank 0's
+rendezvous and gated launch answer on 127.0.0.1. A two-node deployment comes up, is gated on rank 0 and promoted on
+both; a re-run changes nothing; a follower that never joins fails the deploy within the join deadline, naming it; a
+follower that crashes during the load fails it at once, naming it; both times both nodes are back on known-good.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import ansible_runner
+import httpx
+import pytest
+import testinfra
+
+SCENARIO = Path(os.environ.get("MOLECULE_SCENARIO_DIRECTORY", Path(__file__).resolve().parents[1]))
+PROJECT = SCENARIO.parents[1]
+BASE = "/opt/specgate"
+RANK0, RANK1 = "specgate-fleet-a", "specgate-fleet-b"
+PORT = 36010
+KEY = "sk-specgate-demo"
+SIM_ENV = {"SPECGATE_SIM_LOAD_SECONDS": "2", "SPECGATE_SIM_TIME_SCALE": "0.2"}
+JOIN_TIMEOUT = 30
+NODE_VARS = {
+    "sglang_service_nodes_group": "fleet_pair",
+    "sglang_service_port": PORT,
+    "sglang_service_host": "{{ '127.0.0.2' if inventory_hostname == '" + RANK1 + "' else '127.0.0.1' }}",
+    "sglang_service_dist_init_host": "127.0.0.1",
+    "sglang_service_dist_init_port": 36020,
+    "sglang_service_gated_launch_port": 36030,
+    "sglang_service_join_timeout": JOIN_TIMEOUT,
+    # Not behind the router: its workers are the replicas' single-node ports.
+    "fleet_rollout_router": "",
+    "fleet_rollout_serial": ["100%"],
+    "spec_gate_max_regression": 0.5,
+    "demo_host_manage_container": False,
+}
+
+
+def host(name: str):
+    return testinfra.get_host(f"podman://{name}")
+
+
+def pointers(name: str) -> tuple[str, str]:
+    node = host(name)
+    return tuple(Path(node.file(f"{BASE}/{which}").linked_to).name for which in ("active", "known-good"))
+
+
+def deploy(tmp_path: Path, extravars: dict | None = None, limit: str = "fleet_pair") -> ansible_runner.Runner:
+    private = tmp_path / f"private-{time.monotonic_ns()}"
+    private.mkdir()
+    return ansible_runner.run(
+        private_data_dir=str(private), project_dir=str(PROJECT), playbook=str(PROJECT / "deploy.yml"),
+        inventory=os.environ["MOLECULE_INVENTORY_FILE"], limit=limit,
+        extravars={**NODE_VARS, "fleet_rollout_reports_dir": str(tmp_path / "reports"),
+                   "sglang_service_extra_env": SIM_ENV, **(extravars or {})},
+        quiet=True,
+        envvars={"ANSIBLE_CONFIG": str(PROJECT / "ansible.cfg"), "ANSIBLE_FACT_CACHING": "memory"},
+    )
+
+
+def failure_messages(run: ansible_runner.Runner) -> str:
+    return " ".join(str(e["event_data"].get("res", {}).get("msg", ""))
+                    for e in run.events if e.get("event") == "runner_on_failed")
+
+
+def serves(url: str) -> dict:
+    answer = httpx.get(f"{url}/server_info", headers={"Authorization": f"Bearer {KEY}"}, timeout=10)
+    answer.raise_for_status()
+    return answer.json()
+
+
+def follower_joined() -> bool:
+    """Rank 1's engine holds its connection to rank 0's rendezvous (ss, as an operator would look)."""
+    out = host(RANK1).run("ss -Htnp state established dst 127.0.0.1:36020").stdout
+    return "python" in out
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory) -> tuple[str, ansible_runner.Runner]:
+    run = deploy(tmp_path_factory.mktemp("pair"))
+    assert run.status == "successful", failure_messages(run)
+    return pointers(RANK0)[0], run
+
+
+def test_a_run_that_would_restart_one_node_alone_is_refused_before_anything_changes(tmp_path) -> None:
+    before = {name: pointers(name) for name in (RANK0, RANK1)}
+    run = deploy(tmp_path, limit=RANK1)
+    assert run.status == "failed"
+    assert f"this run's batch lacks {RANK0}" in failure_messages(run)
+    assert "-l fleet_pair" in failure_messages(run)
+    assert run.stats["changed"] == {}
+    assert {name: pointers(name) for name in (RANK0, RANK1)} == before
+
+
+def test_a_two_node_deployment_comes_up_gated_on_rank_0_and_promoted_on_both(deployed) -> None:
+    release, run = deployed
+    assert pointers(RANK0) == (release, release)
+    assert pointers(RANK1) == (release, release)  # one release, promoted on every node
+    info = serves(f"http://127.0.0.1:{PORT}")
+    assert (info["nnodes"], info["node_rank"]) == (2, 0)
+    assert info["dist_init_addr"] == "127.0.0.1:36020"
+    # The follower serves SGLang's dummy health only, on its own address; the API is rank 0's.
+    assert httpx.get(f"http://127.0.0.2:{PORT}/health", timeout=10).status_code == 200
+    assert httpx.get(f"http://127.0.0.2:{PORT}/model_info", timeout=10).status_code == 404
+    assert follower_joined()
+    unit = host(RANK1).file("/etc/systemd/system/sglang.service").content_string
+    assert "--node-rank 1 --host 127.0.0.2" in unit
+    # The gate measured rank 0 only, and both nodes acted on its verdict.
+    assert host(RANK0).file(f"{BASE}/releases/{release}/gate.json").exists
+    assert not host(RANK1).file(f"{BASE}/releases/{release}/gate.json").exists
+    gate = json.loads(host(RANK0).file(f"{BASE}/releases/{release}/gate.json").content_string)
+    assert gate["action"] == "promote"
+    # Rank 0 was stopped before the follower, and the gated launch opened once both joined.
+    stops = [e["event_data"]["host"] for e in run.events if e.get("event") == "runner_on_ok"
+             and e["event_data"].get("task", "").startswith(("Stop rank 0 first", "Stop the followers"))]
+    assert stops == [RANK0, RANK1]
+    journal = host(RANK0).run("journalctl -u sglang --no-pager -o cat").stdout
+    assert "Gated launch activated" in journal
+
+
+def test_a_rerun_of_the_two_node_deployment_changes_nothing(deployed, tmp_path) -> None:
+    release, _ = deployed
+    run = deploy(tmp_path)
+    assert run.status == "successful", failure_messages(run)
+    changed = [e["event_data"].get("task") for e in run.events
+               if e.get("event") == "runner_on_ok" and e["event_data"].get("res", {}).get("changed")]
+    assert run.stats["changed"] == {}, changed
+    assert pointers(RANK0) == pointers(RANK1) == (release, release)
+
+
+def test_a_follower_that_never_joins_fails_within_the_deadline_naming_it_and_both_nodes_go_back(deployed, tmp_path):
+    release, _ = deployed
+    started = time.monotonic()
+    run = deploy(tmp_path, {"sglang_service_extra_env": {**SIM_ENV, "SPECGATE_SIM_FAULT_NEVER_JOIN": "1"}})
+    took = time.monotonic() - started
+    assert run.status == "failed"
+    messages = failure_messages(run)
+    assert f"not every node joined the deployment within {JOIN_TIMEOUT} s" in messages
+    assert f"Node {RANK1} (rank 1): running, but it never joined rank 0 at 127.0.0.1:36020" in messages
+    assert f"Rolled back: release {release} is serving again on every node" in messages
+    assert took < 600  # the join deadline, not the rendezvous timeout (3600 simulated s)
+    assert pointers(RANK0) == pointers(RANK1) == (release, release)
+    assert serves(f"http://127.0.0.1:{PORT}")["nnodes"] == 2
+    assert follower_joined()
+
+
+def test_a_follower_that_crashes_during_the_load_fails_at_once_naming_it_and_both_nodes_go_back(deployed, tmp_path):
+    release, _ = deployed
+    # The load takes 600 simulated s (120 s here); the follower crashes 5 simulated s after joining.
+    crash = {**SIM_ENV, "SPECGATE_SIM_LOAD_SECONDS": "600", "SPECGATE_SIM_FAULT_CRASH_AFTER_JOIN_SECONDS": "5"}
+    started = time.monotonic()
+    run = deploy(tmp_path, {"sglang_service_extra_env": crash})
+    took = time.monotonic() - started
+    assert run.status == "failed"
+    messages = failure_messages(run)
+    assert f"node {RANK1} (rank 1) failed" in messages
+    assert "FAULT_CRASH_AFTER_JOIN_SECONDS" in messages  # its journal
+    assert f"Rolled back: release {release} is serving again on every node" in messages
+    assert took < 400  # rank 0 did not wait out its load (nor NCCL's watchdog)
+    assert pointers(RANK0) == pointers(RANK1) == (release, release)
+    assert serves(f"http://127.0.0.1:{PORT}")["nnodes"] == 2
+    assert follower_joined()

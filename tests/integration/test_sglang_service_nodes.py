@@ -27,7 +27,7 @@ KIMI = {**GOOD, "sglang_service_tp_size": 16, "sglang_service_nodes_group": "kim
 
 
 def run_validate(extravars: dict, gpus: dict, ranks: dict | None = None, *, envs: dict | None = None,
-                 limit: str | None = None, forks: int | None = None) -> tuple[str, str]:
+                 weights: dict | None = None, limit: str | None = None, forks: int | None = None) -> tuple[str, str]:
     play = [
         {
             "hosts": "kimi_h100_pair",
@@ -41,7 +41,13 @@ def run_validate(extravars: dict, gpus: dict, ranks: dict | None = None, *, envs
                         "specgate_engine": ENGINE_FACT,
                         "specgate_gpu": "{{ test_gpus[inventory_hostname] }}",
                     },
-                }
+                },
+                {
+                    "name": "Hand over the weights stage's fact where the test gives one",
+                    "tags": ["always"],
+                    "ansible.builtin.set_fact": {"specgate_weights": "{{ test_weights[inventory_hostname] }}"},
+                    "when": "inventory_hostname in test_weights",
+                },
             ],
             "roles": [{"role": "sglang_service"}],
         }
@@ -56,7 +62,7 @@ def run_validate(extravars: dict, gpus: dict, ranks: dict | None = None, *, envs
             playbook=play,
             inventory="\n".join(lines) + "\n",
             extravars={**extravars, "test_gpus": json.loads(json.dumps(gpus)), "test_env": ENV_FACT,
-                       "test_envs": envs or {}},
+                       "test_envs": envs or {}, "test_weights": weights or {}},
             limit=limit,
             forks=forks,
             cmdline="--tags sglang_service_validate",
@@ -122,3 +128,19 @@ def test_a_node_whose_venv_differs_would_run_another_release_and_is_refused_nami
     text = flat(stdout)
     assert "The nodes of kimi_h100_pair (sglang_service_nodes_group) must run one release, but h100-b would run" in text
     assert "Nothing was changed on any node" in text
+
+
+def test_a_node_holding_another_weights_revision_is_refused_naming_it():
+    def fact(target: str) -> dict:
+        return {"target_path": "/models/target", "target_revision": target, "drafter_path": "/models/drafter",
+                "drafter_revision": "d" * 40}
+
+    weights = {"h100-a": fact("a" * 40), "h100-b": fact("b" * 40)}
+    status, stdout = run_validate(KIMI, {"h100-a": h100(), "h100-b": h100()}, weights=weights)
+    assert status == "failed"
+    text = flat(stdout)
+    assert f"must load the same weights, but h100-b holds target {'b' * 40}" in text
+    assert f"where rank 0 (h100-a) holds target {'a' * 40}" in text
+    status, stdout = run_validate(KIMI, {"h100-a": h100(), "h100-b": h100()},
+                                  weights={"h100-a": fact("a" * 40), "h100-b": fact("a" * 40)})
+    assert status == "successful", stdout[-3000:]

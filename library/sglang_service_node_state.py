@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import pwd
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -24,7 +25,8 @@ description:
     whether the engine gave up since it was started (it failed, or systemd restarted it).
   - With I(rendezvous_host) and I(rendezvous_port), says whether the unit's processes hold an ESTABLISHED TCP
     connection to rank 0's C(--dist-init-addr) (torch.distributed's store, which every node keeps a connection to
-    for the process group's life), read from C(/proc). A node without one has not joined, or has left.
+    for the process group's life), read from C(/proc). A node without one has not joined, or has left. Where the
+    processes' fd links cannot be read, a connection owned by the unit's service user counts.
   - With I(journal), returns the unit's journal since I(since), secrets redacted.
   - Reads only; supports check mode.
 version_added: "0.1.0"
@@ -108,6 +110,15 @@ journal:
 """
 
 
+def service_uid(user: str) -> int | None:
+    """The uid of the unit's own service user; None for root or none (root's sockets prove nothing)."""
+    try:
+        uid = pwd.getpwnam(user).pw_uid if user else None
+    except KeyError:
+        return None
+    return uid or None
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
@@ -126,7 +137,8 @@ def main() -> None:
     p = module.params
     try:
         props = show_unit(module.run_command, p["unit"],
-                          ["ActiveState", "SubState", "NRestarts", "MainPID", "ExecMainStatus", "ControlGroup"])
+                          ["ActiveState", "SubState", "NRestarts", "MainPID", "ExecMainStatus", "ControlGroup",
+                           "User"])
     except SystemctlShowError as error:
         module.fail_json(msg=str(error))
     state = UnitState.from_props(props)
@@ -144,7 +156,7 @@ def main() -> None:
         roots = cgroup_pids(props.get("ControlGroup", "")) | ({state.main_pid} if state.main_pid else set())
         pids = roots | descendants(roots)
         result["joined"] = bool(pids) and joined(read_tables(), socket_inodes(pids), resolve(p["rendezvous_host"]),
-                                                 p["rendezvous_port"])
+                                                 p["rendezvous_port"], service_uid(props.get("User", "")))
     if p["journal"]:
         since = p["since"] or time.time() - 3600
         _rc, out, err = module.run_command(["journalctl", "-u", p["unit"], "--since", f"@{int(since)}", "-n",

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 
@@ -261,7 +262,9 @@ def main() -> None:
     finally:
         if writer is not None:
             writer.stop()
-            os.unlink(p["progress_file"])
+            # A start abandoned mid-load (a multi-node restart another node ended) may already have removed it.
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(p["progress_file"])
     result = {"changed": p["start"], "ready": ready.as_dict()}
     if tracked:
         result["last_load_s"] = last_load

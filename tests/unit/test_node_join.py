@@ -34,8 +34,8 @@ TABLE = HEADER + (
 @pytest.mark.skipif(sys.byteorder != "little", reason="the sample table is a little-endian host's")
 def test_the_kernel_table_reads_as_addresses_ports_states_and_inodes():
     listener, connection = parse_proc_net_tcp(TABLE)
-    assert listener == TcpSocket(("127.0.0.1", 25000), ("0.0.0.0", 0), 0x0A, 4242)
-    assert connection == TcpSocket(("127.0.0.1", 41170), ("10.0.0.11", 25000), TCP_ESTABLISHED, 4343)
+    assert listener == TcpSocket(("127.0.0.1", 25000), ("0.0.0.0", 0), 0x0A, 4242, 0)
+    assert connection == TcpSocket(("127.0.0.1", 41170), ("10.0.0.11", 25000), TCP_ESTABLISHED, 4343, 1000)
 
 
 def test_joined_needs_an_established_socket_of_the_node_to_the_rendezvous():
@@ -47,6 +47,15 @@ def test_joined_needs_an_established_socket_of_the_node_to_the_rendezvous():
     assert not joined(sockets, {9}, {"10.0.0.11"}, 25000)  # another port of rank 0
     assert not joined(sockets, {99}, {"10.0.0.11"}, 25000)  # another process's connection
     assert not joined(sockets, {7}, {"10.0.0.99"}, 25000)
+
+
+def test_where_fd_links_cannot_be_read_the_service_users_socket_stands_in():
+    sockets = [TcpSocket(("10.0.0.12", 41106), ("10.0.0.11", 25000), TCP_ESTABLISHED, 7, 997),
+               TcpSocket(("10.0.0.12", 41107), ("10.0.0.11", 30000), TCP_ESTABLISHED, 8, 997)]
+    assert joined(sockets, set(), {"10.0.0.11"}, 25000, uid=997)
+    assert not joined(sockets, set(), {"10.0.0.11"}, 25000, uid=998)  # another user's connection
+    assert not joined(sockets, set(), {"10.0.0.11"}, 25000)
+    assert not joined(sockets[1:], set(), {"10.0.0.11"}, 25000, uid=997)  # the service user, another port
 
 
 def test_a_connection_this_process_holds_is_read_back_through_proc_and_gone_once_closed():

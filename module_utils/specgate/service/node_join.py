@@ -5,7 +5,8 @@ keeps that connection for the process group's life: c10d's TCPStore client holds
 So a node whose engine processes hold no ESTABLISHED TCP connection to that address has not joined (a firewall, a
 wrong address, a node still waiting to start), and one that dropped it has left. Read from /proc (net/tcp, net/tcp6
 and each process's fd links), which every Linux has, for the unit's own processes only: another process talking to
-the same address proves nothing about this node.
+the same address proves nothing about this node (where its fd links cannot be read, the unit's own service user
+owning the socket stands in).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class TcpSocket:
     remote: tuple[str, int]
     state: int
     inode: int
+    uid: int = -1
 
 
 def _address(hex_address: str) -> tuple[str, int]:
@@ -51,7 +53,8 @@ def parse_proc_net_tcp(text: str) -> list[TcpSocket]:
         if len(fields) < 10:
             continue
         try:
-            sockets.append(TcpSocket(_address(fields[1]), _address(fields[2]), int(fields[3], 16), int(fields[9])))
+            sockets.append(TcpSocket(_address(fields[1]), _address(fields[2]), int(fields[3], 16), int(fields[9]),
+                                     int(fields[7])))
         except ValueError:
             continue
     return sockets
@@ -84,10 +87,14 @@ def resolve(host: str) -> set[str]:
         return set()
 
 
-def joined(sockets: Iterable[TcpSocket], inodes: set[int], addresses: set[str], port: int) -> bool:
-    """Whether one of the processes' sockets is ESTABLISHED to one of `addresses` at `port`."""
+def joined(sockets: Iterable[TcpSocket], inodes: set[int], addresses: set[str], port: int,
+           uid: int | None = None) -> bool:
+    """Whether one of the processes' sockets is ESTABLISHED to one of `addresses` at `port`. Root may be unable to
+    read another user's fd links (in a container without CAP_SYS_PTRACE), so a socket owned by `uid` (the unit's
+    dedicated service user) counts too: nothing else runs as that user."""
     return any(
-        s.state == TCP_ESTABLISHED and s.inode in inodes and s.remote[1] == port and s.remote[0] in addresses
+        s.state == TCP_ESTABLISHED and s.remote[1] == port and s.remote[0] in addresses
+        and (s.inode in inodes or (uid is not None and s.uid == uid))
         for s in sockets
     )
 

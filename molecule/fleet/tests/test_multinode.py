@@ -77,9 +77,10 @@ def serves(url: str) -> dict:
 
 
 def follower_joined() -> bool:
-    """Rank 1's engine holds its connection to rank 0's rendezvous (ss, as an operator would look)."""
-    out = host(RANK1).run("ss -Htnp state established dst 127.0.0.1:36020").stdout
-    return "python" in out
+    """Rank 1's engine holds its connection to rank 0's rendezvous (ss, as an operator would look: the socket's cgroup
+    is the follower's unit)."""
+    out = host(RANK1).run("ss -Htne state established dst 127.0.0.1:36020").stdout
+    return "system.slice/sglang.service" in out
 
 
 @pytest.fixture(scope="module")

@@ -101,6 +101,9 @@ options:
   progress_file:
     description: File the module rewrites every few seconds with bytes done/total, rate and ETA (JSON).
     type: str
+  disk_advice:
+    description: Said after the disk check's refusal (the snapshots do not fit), e.g. the variables that make room.
+    type: str
 """
 
 EXAMPLES = r"""
@@ -158,6 +161,7 @@ ARGUMENT_SPEC = {
     "max_workers": {"type": "int", "default": 8},
     "verify_sha256": {"type": "bool", "default": False},
     "progress_file": {"type": "str"},
+    "disk_advice": {"type": "str"},
 }
 
 
@@ -177,6 +181,7 @@ def main() -> None:
         verify_sha256=params["verify_sha256"],
         progress_file=params["progress_file"] if not module.check_mode else None,
         check_mode=module.check_mode,
+        disk_advice=params["disk_advice"],
     )
     uses_hub = any(spec.repo_id and not spec.local_path for spec in specs)
     if uses_hub and importlib.util.find_spec("huggingface_hub") is None:

@@ -216,8 +216,10 @@ def main() -> None:
 
     # systemd does not always zero NRestarts on a start: a unit stopped while it waited to auto-restart a crashed
     # engine (a failed candidate, just before the rollback) keeps its count. Restarts are counted from here; a
-    # crash of the engine just started cannot restart it before RestartSec has passed.
-    baseline_restarts = unit_state(module, unit).n_restarts if p["start"] else 0
+    # crash of the engine just started cannot restart it before RestartSec has passed. Without a start (a confirm of
+    # what serves now, e.g. the sweep's known-good restore) the wait counts from the unit's NRestarts as it first
+    # reads it (None), never from 0: the count a crashed candidate left is not the known-good release's.
+    baseline_restarts = unit_state(module, unit).n_restarts if p["start"] else None
     base = p["url"].rstrip("/")
     release = p["release"] or unit
     tracked = bool(p["load_times_file"] and p["release"])

@@ -16,6 +16,7 @@ from ansible.module_utils.specgate.sweep.run import (
     points_of,
     report,
     started_row,
+    sweep_drafters,
 )
 
 DOCUMENTATION = r"""
@@ -34,7 +35,9 @@ description:
     stand, with the winner per use case by the robust pick (the cheapest config within I(tolerance) of the best
     noise-aware score) and the inventory snippet that deploys each winner.
   - Bad sweep settings fail naming the variable (spec_sweep_grid, spec_sweep_configs, spec_sweep_search,
-    spec_sweep_tolerance) and the fix.
+    spec_sweep_tolerance, model_weights_drafters) and the fix.
+  - Every answer lists I(drafters), the drafters the points need besides the weights stage's own, once each; the
+    weights stage downloads them before the first launch (model_weights_sweep_drafters).
   - Check mode is supported; with C(state=report) it works the report out and writes nothing.
 version_added: "0.2.0"
 author: specgate
@@ -69,8 +72,18 @@ options:
     description: When this run of the sweep started (seconds since the epoch), for the progress line's elapsed time.
     type: float
   weights_drafter:
-    description: The drafter the weights stage fetched, C({repo, revision}); a grid point naming another is refused.
+    description: The drafter the weights stage fetches for the deployment, C({name, repo, revision, local_path}); a
+      point naming none runs on it, and a point naming the same source needs no download of its own.
     type: dict
+  drafters_catalog:
+    description:
+      - The target's drafters by name (model_weights_drafters), each C({repo, revision}) or C({local_path}); a point
+        (a grid's C(drafter) or C(drafter) axis, a config's C(drafter) or its profile's model_weights_drafter) names
+        its drafter by an entry of it, or by C({repo, revision}).
+      - A name not in it, a repo without a revision, or two revisions of one repo are refused, naming the variable
+        and the fix.
+    type: dict
+    default: {}
   sweep_id:
     description: The sweep's name, for the report's title (C(state=report)).
     type: str
@@ -103,7 +116,15 @@ EXAMPLES = r"""
 
 RETURN = r"""
 points:
-  description: Every point of the sweep in order, each C({name, file, vars, key, cost}).
+  description: Every point of the sweep in order, each C({name, file, vars, key, cost, drafter}); C(drafter) is
+    null for a point on the weights stage's drafter, else C({key, name, repo, revision, local_path}) (C(key) names it
+    in specgate_weights.drafters; null when it is the weights stage's own).
+  type: list
+  elements: dict
+  returned: always
+drafters:
+  description: The drafters the points need besides the weights stage's own, once each, in order, each
+    C({key, name, repo, revision, local_path}).
   type: list
   elements: dict
   returned: always
@@ -182,6 +203,7 @@ def main() -> None:
             "tolerance": {"type": "float", "default": 0.01},
             "started": {"type": "float"},
             "weights_drafter": {"type": "dict"},
+            "drafters_catalog": {"type": "dict", "default": {}},
             "sweep_id": {"type": "str", "default": "sweep"},
             "host": {"type": "str", "default": ""},
         },
@@ -190,13 +212,15 @@ def main() -> None:
     p = module.params
     directory = Path(p["dir"])
     try:
-        points = points_of(p["grid"], p["configs"], weights_drafter=drafter_of(p["weights_drafter"]))
+        weights_drafter = drafter_of(p["weights_drafter"])
+        points = points_of(p["grid"], p["configs"], weights_drafter=weights_drafter, catalog=p["drafters_catalog"])
         rows = load_rows(directory) if directory.is_dir() else []
-        listed = [describe(points, q) for q in points]
+        listed = [describe(points, q, weights_drafter) for q in points]
+        drafters = sweep_drafters(points, weights_drafter)
         if p["state"] == "report":
             written = report(directory, p["sweep_id"], p["host"], points, rows, search=p["search"],
                              tolerance=p["tolerance"], write=not module.check_mode)  # fmt: skip
-            module.exit_json(changed=not module.check_mode, points=listed, **written)
+            module.exit_json(changed=not module.check_mode, points=listed, drafters=drafters, **written)
         elapsed = time.time() - p["started"] if p["started"] is not None else 0.0
         step = next_step(points, rows, search=p["search"], tolerance=p["tolerance"], elapsed_s=elapsed)
     except SweepInputError as error:
@@ -204,7 +228,8 @@ def main() -> None:
     module.exit_json(
         changed=False,
         points=listed,
-        point=describe(points, step.point) if step.point is not None else None,
+        drafters=drafters,
+        point=describe(points, step.point, weights_drafter) if step.point is not None else None,
         done=step.point is None,
         progress=step.progress,
         index=step.index,

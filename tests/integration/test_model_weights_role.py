@@ -202,6 +202,58 @@ def test_token_reaches_the_hub_and_never_the_output(hub_root, tmp_path):
         assert TOKEN not in run.stdout.read()
 
 
+def test_a_sweeps_drafters_are_each_downloaded_once_checked_and_published_by_key(hub_root, tmp_path):
+    """Issue 17: model_weights_sweep_drafters (what spec_sweep publishes from its points) are fetched beside the
+    deployment's drafter through the same download, each checked against the target, and published in
+    specgate_weights.drafters by key with the path, the pinned commit and the trained block size."""
+    root, summary = hub_root
+    weights = tmp_path / "models"
+    staged = tmp_path / "nfs" / "b16"
+    shutil.copytree(summary[fixtures.DRAFTER_B16]["path"], staged)
+    sweep = [{"key": "dflash-b16", "name": "dflash-b16", "repo": fixtures.DRAFTER_B16, "revision": "main"},
+             {"key": "staged", "name": "staged", "local_path": str(staged)}]  # fmt: skip
+    with running_hub(root) as hub:
+        run = play(tmp_path, role_vars(hub.url, weights, model_weights_sweep_drafters=sweep))
+        assert run.status == "successful", results(run, "runner_on_failed")
+        plan = next(res for task, res in results(run, "runner_on_ok") if task.startswith("Plan from hub metadata"))
+        assert [s["name"] for s in plan["snapshots"]] == ["drafter", "drafter dflash-b16", "drafter staged", "target"]
+        published = fact(run, "specgate_weights")
+        assert published["drafter_path"] == str(weights / fixtures.DRAFTER_B8)
+        assert published["drafters"] == {
+            "dflash-b16": {"path": str(weights / fixtures.DRAFTER_B16),
+                           "revision": summary[fixtures.DRAFTER_B16]["main"],
+                           "drafter": {"block_size": 16, "num_hidden_layers": 4, "target_layer_ids": [1, 3, 5],
+                                       "mask_token_id": fixtures.MASK_TOKEN_ID}},
+            "staged": {"path": str(staged), "revision": None,
+                       "drafter": {"block_size": 16, "num_hidden_layers": 4, "target_layer_ids": [1, 3, 5],
+                                   "mask_token_id": fixtures.MASK_TOKEN_ID}}}  # fmt: skip
+        assert (weights / fixtures.DRAFTER_B16 / ".specgate-manifest.json").is_file()
+        hub.state.requests.clear()
+        again = play(tmp_path, role_vars(hub.url, weights, model_weights_sweep_drafters=sweep))
+        assert again.status == "successful", results(again, "runner_on_failed")
+        # one download each: a re-run only lists each hub snapshot once
+        repos = (fixtures.TARGET, fixtures.DRAFTER_B8, fixtures.DRAFTER_B16)
+        assert sorted(r["path"] for r in hub.state.requests) == sorted(f"/api/models/{r}/revision/main" for r in repos)
+
+
+@pytest.mark.parametrize(
+    ("sweep", "named"),
+    [
+        ([{"key": "b16", "repo": fixtures.DRAFTER_B16}], "each needs a unique key and either {repo, revision}"),
+        ([{"key": "b16", "repo": fixtures.DRAFTER_B16, "revision": "main", "local_path": "/srv/d"}],
+         "or {local_path}, not both"),
+        ([{"repo": fixtures.DRAFTER_B16, "revision": "main"}], "model_weights_sweep_drafters"),
+    ],
+)
+def test_a_bad_sweep_drafter_is_refused_before_the_hub_is_asked(tmp_path, sweep, named):
+    with running_hub(tmp_path) as hub:
+        run = play(tmp_path, role_vars(hub.url, tmp_path / "models", model_weights_sweep_drafters=sweep))
+        (_task, res), = results(run, "runner_on_failed")
+        said = " ".join(item.get("msg", "") for item in res.get("results", [])) or res["msg"]
+        assert named in said
+        assert hub.state.requests == []
+
+
 def test_contradictory_target_settings_fail_naming_both_variables(tmp_path):
     run = play(tmp_path, role_vars("http://127.0.0.1:9", tmp_path / "models",
                                    model_weights_target_local_path=str(tmp_path)))
@@ -222,6 +274,28 @@ def test_disk_too_small_fails_before_anything_is_downloaded(hub_root, tmp_path):
             (task, res), = results(run, "runner_on_failed")
             assert task.startswith("Plan from hub metadata")
             assert f"more on {small} (drafter 0.0 GB + target 0.0 GB), 0.0 GB free" in res["msg"]
+            assert "Fix: free space there, or set model_weights_dir to a filesystem with room" in res["msg"]
+            assert list(small.iterdir()) == []
+            assert hub.resolve_requests("GET") == []
+    finally:
+        subprocess.run(["umount", str(small)], check=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mount") is None, reason="mounting a tmpfs needs root")
+def test_the_disk_check_counts_every_sweep_drafter_and_names_the_variable(hub_root, tmp_path):
+    """Issue 17: target and deployment drafter fit; with the sweep's drafter they do not: refused before anything is
+    downloaded, the message naming model_weights_sweep_drafters and the fix."""
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(small)], check=True)
+    try:
+        with running_hub(hub_root[0]) as hub:
+            sweep = [{"key": "dflash-b16", "repo": fixtures.DRAFTER_B16, "revision": "main"}]
+            run = play(tmp_path, role_vars(hub.url, small / "models", model_weights_sweep_drafters=sweep))
+            (task, res), = results(run, "runner_on_failed")
+            assert task.startswith("Plan from hub metadata")
+            assert "(drafter 0.0 GB + drafter dflash-b16 0.0 GB + target 0.0 GB)" in res["msg"]
+            assert "model_weights_sweep_drafters: dflash-b16, from spec_sweep_grid / spec_sweep_configs" in res["msg"]
             assert list(small.iterdir()) == []
             assert hub.resolve_requests("GET") == []
     finally:

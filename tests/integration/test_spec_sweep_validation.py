@@ -17,6 +17,12 @@ PROFILE = str(PROJECT_ROOT / "configs" / "profiles" / "bs8-b4-t4.yml")
 
 
 def run_validate(configs: list, **extra) -> tuple[str, str]:
+    status, stdout, _facts = run_validate_facts(configs, **extra)
+    return status, stdout
+
+
+def run_validate_facts(configs: list, **extra) -> tuple[str, str, dict]:
+    """run_validate, also giving the facts its tasks set."""
     play = [{"hosts": "localhost", "connection": "local", "gather_facts": False, "roles": [{"role": "spec_sweep"}]}]
     with tempfile.TemporaryDirectory(prefix="sweep-validate-") as private:
         result = ansible_runner.run(
@@ -31,7 +37,9 @@ def run_validate(configs: list, **extra) -> tuple[str, str]:
             },
             quiet=True,
         )
-        return result.status, result.stdout.read()
+        facts = {k: v for e in result.events if e.get("event") == "runner_on_ok"
+                 for k, v in e["event_data"].get("res", {}).get("ansible_facts", {}).items()}  # fmt: skip
+        return result.status, result.stdout.read(), facts
 
 
 CASES = {
@@ -71,7 +79,9 @@ def test_the_shipped_sweeps_are_good_sweeps(sweep, names):
     # playbooks/sweep.yml's playbook_dir, which the file's profile paths start from
     configs = yaml.safe_load(text.replace("{{ playbook_dir }}", str(PROJECT_ROOT / "playbooks")))["spec_sweep_configs"]
     assert [c["name"] for c in configs] == names
-    status, stdout = run_validate(configs)
+    # the demo's profiles name their drafters from the demo inventory's catalog
+    demo = yaml.safe_load((PROJECT_ROOT / "inventory/demo/group_vars/sglang_hosts/model.yml").read_text())
+    status, stdout = run_validate(configs, model_weights_drafters=demo["model_weights_drafters"])
     assert status == "successful", stdout[-2000:]
 
 
@@ -82,10 +92,15 @@ GRID_CASES = {
              "both are set"),
     "unknown_axis": ({"spec_sweep_grid": [{"axes": {"block_size": [8], "budgets": [4]}}]},
                      "spec_sweep_grid[0].axes.budgets: unknown axis"),
-    "other_drafter": ({"spec_sweep_grid": [{**GRID[0], "drafter": {"repo": "org/other-drafter"}}],
-                       "model_weights_drafter_repo": "org/mine"},
-                      "per-point drafters are not supported"),
-    "search_over_configs": ({"spec_sweep_search": True}, "spec_sweep_search needs spec_sweep_grid"),
+    "unpinned_drafter": ({"spec_sweep_grid": [{**GRID[0], "drafter": {"repo": "org/other-drafter"}}],
+                          "model_weights_drafter_repo": "org/mine"},
+                         "drafter org/other-drafter has no revision; pin it"),
+    "unknown_drafter": ({"spec_sweep_grid": [{**GRID[0], "drafter": "dflash-b32"}],
+                         "model_weights_drafters": {"dflash-b8": {"repo": "org/d8", "revision": "r8"}}},
+                        "drafter dflash-b32 is not an entry of model_weights_drafters (dflash-b8). Fix: add it there"),
+    "search_over_configs": ({"spec_sweep_search": True, "model_weights_drafters": {
+                                "dflash-b8": {"repo": "org/d8", "revision": "r8"}}},
+                            "spec_sweep_search needs spec_sweep_grid"),
     "tolerance": ({"spec_sweep_grid": GRID, "spec_sweep_tolerance": 1.5},
                   "spec_sweep_tolerance: 1.5 must be a fraction"),
 }  # fmt: skip
@@ -105,3 +120,19 @@ def test_the_shipped_grid_is_a_good_sweep():
     status, stdout = run_validate([], spec_sweep_grid=grid["spec_sweep_grid"],
                                   spec_sweep_search=grid["spec_sweep_search"])
     assert status == "successful", stdout[-2000:]
+
+
+def test_a_grid_of_per_point_drafters_publishes_each_drafter_to_fetch_once_for_the_weights_stage():
+    """Issue 17: points name their drafters (a sub-grid's, an axis's); the sweep's validate step publishes the ones
+    the weights stage must fetch besides the deployment's own, once each (specgate_sweep_plan.drafters)."""
+    catalog = {"dflash-b8": {"repo": "org/d8", "revision": "r8"}, "dflash-b16": {"repo": "org/d16", "revision": "r16"}}
+    grid = [{"name": "b", "axes": {"algorithm": ["DFLASH"], "block_size": [8, 16],
+                                   "drafter": ["dflash-b8", "dflash-b16"]}},
+            {"name": "c", "axes": {"algorithm": ["DFLASH"], "block_size": [32]},
+             "drafter": {"repo": "org/d32", "revision": "r32"}}]  # fmt: skip
+    status, stdout, facts = run_validate_facts([], spec_sweep_grid=grid, model_weights_drafters=catalog,
+                                               model_weights_drafter="dflash-b8")  # fmt: skip
+    assert status == "successful", stdout[-3000:]
+    assert facts["specgate_sweep_plan"]["drafters"] == [
+        {"key": "dflash-b16", "name": "dflash-b16", "repo": "org/d16", "revision": "r16", "local_path": None},
+        {"key": "org/d32", "name": None, "repo": "org/d32", "revision": "r32", "local_path": None}]

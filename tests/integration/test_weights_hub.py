@@ -144,6 +144,29 @@ def test_disk_check_fails_before_any_download_when_both_do_not_fit(hub_root, hub
     assert hub.resolve_requests("GET") == []
 
 
+def test_disk_check_counts_every_sweep_drafter_and_says_the_fix_before_any_download(hub_root, hub, tmp_path):
+    """Issue 17: a sweep's points name their own drafters; the target and both drafters fit only all together or
+    not at all, so the check sums them, refuses before any file is asked for and says what to change."""
+    sizes = {repo: sum(len(v) for v in _served_files(hub_root, repo).values())
+             for repo in (fixtures.TARGET, fixtures.DRAFTER_B8, fixtures.DRAFTER_B16)}  # fmt: skip
+    specs = [*_specs(tmp_path)[:1],
+             SnapshotSpec(name="drafter dflash-b16", repo_id=fixtures.DRAFTER_B16, revision="main",
+                          local_dir=str(tmp_path / "drafter-b16")),
+             *_specs(tmp_path)[1:]]  # fmt: skip
+    fits_without_b16 = FsInfo(device=1, mount="/models", free_bytes=sum(sizes.values()) - 1)
+    with pytest.raises(WeightsError) as error:
+        _run(hub.url, specs, fs_of=lambda _p: fits_without_b16, disk_advice="Fix: model_weights_sweep_drafters.")
+    assert "(drafter 0.0 GB + drafter dflash-b16 0.0 GB + target 0.0 GB)" in str(error.value)
+    assert str(error.value).endswith(". Fix: model_weights_sweep_drafters.")
+    assert error.value.result["disk"][0]["parts"] == {"drafter": sizes[fixtures.DRAFTER_B8],
+                                                      "drafter dflash-b16": sizes[fixtures.DRAFTER_B16],
+                                                      "target": sizes[fixtures.TARGET]}  # fmt: skip
+    assert hub.resolve_requests("GET") == []
+    enough = FsInfo(device=1, mount="/models", free_bytes=sum(sizes.values()))
+    _run(hub.url, specs, fs_of=lambda _p: enough)
+    assert (tmp_path / "drafter-b16" / "config.json").is_file()
+
+
 def test_cut_download_fails_keeps_only_complete_files_and_a_rerun_finishes(hub_root, hub, tmp_path):
     httpx.post(f"{hub.url}/_admin/cut", json={"after_bytes": 50000, "path": SHARD}).raise_for_status()
     with pytest.raises(WeightsError, match=r"download interrupted.*re-run to resume"):

@@ -67,6 +67,23 @@ def test_a_restart_count_the_unit_carried_into_the_start_is_not_a_restart_of_the
     assert "restarted it (1 restart(s))" in unit_gave_up(UnitState("activating", "auto-restart", 2, 0), 1)
 
 
+def test_a_confirm_only_wait_counts_restarts_from_the_count_the_unit_carries_not_from_zero():
+    """Issue #17: the sweep's last point crashed on start, the service role's rescue brought known-good back on a unit
+    that kept the crashed candidate's NRestarts (1), then the sweep's restore only confirmed what serves (no start,
+    no baseline read after one). Counted from 0 that read the healthy known-good release as restarted; counted from
+    the unit's own count as the wait first reads it, it is ready, and a restart during the wait still ends it."""
+    carried = UnitState("active", "running", 1, 4321)
+    clock = FakeClock()
+    result = wait_ready(lambda: Probe(200), lambda: carried, timeout=60, clock=clock, sleep=clock.sleep)
+    assert result.ready, result.reason
+
+    states = iter([carried, UnitState("activating", "auto-restart", 2, 0)])
+    result = wait_ready(lambda: Probe(None, "ConnectionRefusedError"), lambda: next(states), timeout=60, clock=clock,
+                        sleep=clock.sleep)  # fmt: skip
+    assert not result.ready
+    assert result.reason == "the engine exited and systemd restarted it (1 restart(s))"
+
+
 def test_a_healthy_answer_from_a_unit_that_just_died_is_not_ready():
     clock = FakeClock()
     states = iter([RUNNING, UnitState("failed", "failed", 0, 0)])
@@ -166,3 +183,45 @@ def test_server_info_is_read_with_the_bearer_key(server):
     info, error = fetch_server_info(server, None)
     assert info is None
     assert error == "/server_info answered HTTP 401"
+
+
+class _Serving(http.server.BaseHTTPRequestHandler):
+    """The known-good release serving: /health 200, /server_info its identity."""
+
+    def do_GET(self):
+        body = b"{}" if self.path == "/health" else json.dumps({"model_path": "/models/t"}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_args):
+        return
+
+
+def test_the_module_confirms_a_serving_unit_that_carries_a_crashed_candidates_restart_count(monkeypatch, capsys):
+    """sglang_service_start with start: false (rollback.yml's "Confirm the known-good release serves", the sweep's
+    restore after a last point that crashed on start) on a unit whose NRestarts is 1 from the crashed candidate: the
+    running known-good release is confirmed, not failed as "systemd restarted it"."""
+    import sglang_service_start as start_module  # library/ (tests/conftest.py puts it on sys.path)
+    from ansible.module_utils.basic import AnsibleModule
+    from ansible.module_utils.testing import patch_module_args
+
+    calls = []
+
+    def run_command(self, argv, *args, **kwargs):
+        calls.append(list(argv))
+        if argv[:2] == ["systemctl", "show"]:
+            return 0, "ActiveState=active\nSubState=running\nNRestarts=1\nMainPID=4321\n", ""
+        return 0, "", ""
+
+    monkeypatch.setattr(AnsibleModule, "run_command", run_command)
+    with serving(_Serving) as url:
+        args = {"unit": "sglang.service", "url": url, "start": False, "load_timeout": 5, "poll_interval": 0.1,
+                "expected": {"model-path": "/models/t"}}  # fmt: skip
+        with patch_module_args(args), pytest.raises(SystemExit):
+            start_module.main()
+    result = json.loads(capsys.readouterr().out)
+    assert not result.get("failed"), result.get("msg")
+    assert result["ready"]["ready"]
+    assert not any(argv[:2] == ["systemctl", "start"] for argv in calls)

@@ -52,7 +52,13 @@ def test_parallel_presets_and_drafters_are_carried_and_every_drafter_listed_once
         ({"axes": {"block_size": [8], "budget": [4]}, "constraints": ["depth > 1"]}, r"not an axis"),
         ({"axes": {"block_size": [8], "budget": [4]}, "constraints": ["budget > 4"]}, r"no point .* meets"),
         ({"axes": {"block_size": [8], "parallel": ["tp8"]}}, r"axes\.parallel: preset 'tp8' is not in"),
-        ({"axes": {"block_size": [8]}, "drafter": {"repo": "nope"}}, r"\.drafter: give \{repo"),
+        ({"axes": {"block_size": [8]}, "drafter": {"repo": "nope"}}, r"\.drafter\.repo: 'nope' is not a hub repo"),
+        ({"axes": {"block_size": [8]}, "drafter": {"revision": "abc"}}, r"\.drafter: give the name of an entry"),
+        ({"axes": {"block_size": [8]}, "drafter": "b 8"}, r"\.drafter\.name: 'b 8' is not a drafter's name"),
+        ({"axes": {"block_size": [8]}, "drafter": {"name": "b8", "path": "/x"}}, r"unknown key\(s\) path"),
+        ({"axes": {"block_size": [8], "drafter": ["b8"]}, "drafter": "b16"}, r"a drafter axis and a drafter for"),
+        ({"axes": {"block_size": [8]}, "drafter": "b8", "vars": {"sglang_service_drafter_path": "/models/d"}},
+         r"sglang_service_drafter_path set beside the sub-grid's drafter"),
         ({"axes": {"block_size": [8]}, "vars": {"model_weights_dir": "/x"}}, r"\.vars: model_weights_dir cannot"),
         ({"axes": {"block_size": [8]}, "colour": 1}, r"unknown key\(s\) colour"),
         ([], r"spec_sweep_grid: empty"),
@@ -62,6 +68,23 @@ def test_parallel_presets_and_drafters_are_carried_and_every_drafter_listed_once
 def test_bad_grids_are_refused_naming_the_entry_and_the_axis(grid, message):
     with pytest.raises(GridError, match=message):
         expand(grid)
+
+
+def test_a_drafter_axis_names_each_point_by_its_drafter_and_constraints_read_it():
+    """Issue 17: a grid axis may set the drafter, by catalog name or {repo, revision}; the point's name says which."""
+    points = expand({"axes": {"algorithm": ["DFLASH"], "block_size": [8, 16],
+                              "drafter": ["dflash-b8", {"repo": "org/kimi_dflash-b16", "revision": "abc"}]},
+                     "constraints": ["(block_size == 8) == (drafter == 'dflash-b8')"]})  # fmt: skip
+    assert [p.name for p in points] == ["dflash-bs8-dflash-b8", "dflash-bs16-kimi-dflash-b16"]
+    assert points[0].drafter == Drafter(name="dflash-b8")
+    assert points[1].drafter == Drafter("org/kimi_dflash-b16", "abc")
+    assert points[1].key()["drafter"] == {"name": None, "repo": "org/kimi_dflash-b16", "revision": "abc",
+                                          "local_path": None}  # fmt: skip
+
+
+def test_a_sub_grid_drafter_by_name_is_carried_without_renaming_the_points():
+    points = expand({"axes": {"algorithm": ["DFLASH"], "block_size": [16]}, "drafter": "dflash-b16"})
+    assert [(p.name, p.drafter) for p in points] == [("dflash-bs16", Drafter(name="dflash-b16"))]
 
 
 def test_constraints_keep_only_the_points_where_all_hold():

@@ -71,3 +71,41 @@ def test_the_rows_that_stand_are_the_last_of_each_config_and_none_still_started(
             {"name": "a", "status": "ok", "failed": False, "redo": True},
             {"name": "c", "status": "started"}]  # fmt: skip
     assert current_rows(rows) == [rows[1], rows[2]]
+
+
+def _ran(name, block, trained, drafter, tok_s):
+    return {"name": name, "release": f"r-{name}", "failed": False, "status": "ok", "cost": [block],
+            "point": {"block_size": block, "drafter": drafter}, "vars": {"sglang_service_block_size": block},
+            "trained_block_size": trained, "speed_c1_short": tok_s, "accept_long": 3.0, "tok_s_cmax": tok_s * 8,
+            "ttft_p50_ms_c1_short": 50.0, "eval_pass_rate": None, "speculative_algorithm": "DFLASH",
+            "drafter": {**(drafter or {}), "path": f"/models/{name}"}}  # fmt: skip
+
+
+def test_each_winner_names_its_drafter_and_trained_block_and_a_block_that_differs_is_out_of_distribution():
+    """Issue 17: per-point drafters; the report says which drafter each winner ran on and its trained block size."""
+    from ansible.module_utils.specgate.sweep.sweep_report import (
+        inventory_snippet,
+        ood_warning,
+        robust_winners,
+        sweep_document,
+        sweep_report_markdown,
+    )
+
+    b16 = {"name": "dflash-b16", "repo": "org/d16", "revision": "r16", "local_path": None}
+    rows = [_ran("bs16-on-b16", 16, 16, b16, 200.0),
+            _ran("bs8-on-b16", 8, 16, b16, 100.0),
+            _ran("bs16-inline", 16, 8, {"name": None, "repo": "org/d8", "revision": "r8", "local_path": None}, 90.0)]
+    best = robust_winners(rows)
+    markdown = sweep_report_markdown("s", "h", rows, best)
+    latency = markdown.split("## latency: bs16-on-b16\n", 1)[1].split("## ", 1)[0]
+    assert "- drafter dflash-b16 (org/d16@r16), trained block size 16\n" in latency
+    assert "WARNING" not in latency
+    assert ood_warning(rows[0]) is None
+    assert ood_warning(rows[1]) == ("block size 8 differs from the drafter's trained block size 16: out of "
+                                    "distribution, a drafter trained at 8 may accept more")  # fmt: skip
+    assert ood_warning(rows[2]).startswith("block size 16 is past the drafter's trained block size 8")
+    assert "model_weights_drafter: dflash-b16" in inventory_snippet(rows[0])
+    assert "model_weights_drafter_repo: org/d8" in inventory_snippet(rows[2])
+    winner = sweep_document("s", "h", rows, best)["winners"]["latency"]
+    assert winner["drafter"]["name"] == "dflash-b16"
+    assert winner["trained_block_size"] == 16

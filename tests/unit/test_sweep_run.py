@@ -18,6 +18,7 @@ from ansible.module_utils.specgate.sweep.run import (
     report,
     row_file,
     started_row,
+    sweep_drafters,
 )
 from ansible.module_utils.specgate.sweep.sweep_report import failed_row, rejected_row
 from sweep_fakes import bench_script, synthetic_row
@@ -55,21 +56,79 @@ def test_a_grid_error_names_the_grid_entry():
         points_of({"axes": {"block_size": [8], "budgets": [4]}})
 
 
-def test_a_point_naming_another_drafter_than_the_weights_stage_is_refused():
-    grid = {"axes": {"block_size": [8]}, "drafter": {"repo": "org/other", "revision": "abc"}}
-    with pytest.raises(SweepInputError, match=r"per-point drafters are not supported.*model_weights_drafter_repo"):
-        points_of(grid, weights_drafter=Drafter("org/mine", None))
-    # the weights stage's own drafter (the revision left to it, or the same) is fine
-    assert points_of(grid, weights_drafter=Drafter("org/other", "abc"))
-    assert points_of({**grid, "drafter": {"repo": "org/other"}}, weights_drafter=drafter_of({"repo": "org/other"}))
+CATALOG = {"dflash-b8": {"repo": "org/d8", "revision": "r8"}, "dflash-b16": {"repo": "org/d16", "revision": "r16"},
+           "staged": {"local_path": "/srv/d32"}}
+
+
+def test_points_name_their_own_drafters_and_the_sweep_lists_each_download_once_besides_the_weights_stages():
+    """Issue 17: a point's drafter (a catalog name, or repo + revision) is resolved to its source; the drafters the
+    weights stage must fetch for the sweep are every one the points need, once each, less its own."""
+    grid = [{"axes": {"algorithm": ["DFLASH"], "block_size": [8, 16],
+                      "drafter": ["dflash-b8", "dflash-b16", {"repo": "org/d16", "revision": "r16"}]},
+             "constraints": ["block_size == 8 or drafter != 'dflash-b8'"]},
+            {"axes": {"algorithm": ["DFLASH"], "block_size": [32]}, "drafter": "staged"},
+            {"axes": {"algorithm": ["DFLASH"], "block_size": [4]}}]  # fmt: skip
+    weights = drafter_of({"name": "dflash-b8", "repo": "org/d8", "revision": "r8", "local_path": ""})
+    points = points_of(grid, weights_drafter=weights, catalog=CATALOG)
+    by_name = {p.name: p for p in points}
+    # a repo given inline takes the name of the catalog entry of the same source (the report's snippet names it)
+    assert by_name["dflash-bs16-d16"].drafter == Drafter("org/d16", "r16", name="dflash-b16")
+    assert by_name["dflash-bs32"].drafter == Drafter(local_path="/srv/d32", name="staged")
+    assert by_name["dflash-bs4"].drafter is None
+    assert sweep_drafters(points, weights) == [
+        {"key": "dflash-b16", "name": "dflash-b16", "repo": "org/d16", "revision": "r16", "local_path": None},
+        {"key": "staged", "name": "staged", "repo": None, "revision": None, "local_path": "/srv/d32"}]
+    # the weights stage's own drafter serves its points (null key); the others are found by key
+    assert describe(points, by_name["dflash-bs8-dflash-b8"], weights)["drafter"]["key"] is None
+    assert describe(points, by_name["dflash-bs16-dflash-b16"], weights)["drafter"]["key"] == "dflash-b16"
+    assert describe(points, by_name["dflash-bs4"], weights)["drafter"] is None
+
+
+@pytest.mark.parametrize(
+    ("grid", "message"),
+    [
+        ({"axes": {"block_size": [8]}, "drafter": "dflash-b32"},
+         r"drafter dflash-b32 is not an entry of model_weights_drafters \(dflash-b16, dflash-b8, staged\)\. Fix: add"),
+        ({"axes": {"block_size": [8]}, "drafter": {"repo": "org/other"}}, r"drafter org/other has no revision; pin it"),
+        ({"axes": {"block_size": [8]}, "drafter": {"repo": "org/d8", "revision": "other"}},
+         r"org/d8@other, the weights stage's drafter \(model_weights_drafter\) the same repo at r8: both would"),
+        ({"axes": {"block_size": [8]}, "drafter": {"name": "dflash-b16", "repo": "org/x", "revision": "1"}},
+         r"model_weights_drafters\[dflash-b16\] is"),
+    ],
+)
+def test_a_drafter_the_sweep_cannot_fetch_is_refused_naming_the_variable_and_the_fix(grid, message):
+    with pytest.raises(SweepInputError, match=message):
+        points_of(grid, weights_drafter=Drafter("org/d8", "r8"), catalog=CATALOG)
+
+
+def test_a_drafter_repo_without_a_revision_takes_the_weights_stages_and_a_bad_catalog_entry_is_refused():
+    points = points_of({"axes": {"block_size": [8]}, "drafter": {"repo": "org/d8"}},
+                       weights_drafter=Drafter("org/d8", "r8"))  # fmt: skip
+    assert points[0].drafter == Drafter("org/d8", "r8")
+    assert sweep_drafters(points, Drafter("org/d8", "r8")) == []
+    with pytest.raises(SweepInputError, match=r"model_weights_drafters\[b8\] \(named by spec_sweep_grid, point "):
+        points_of({"axes": {"block_size": [8]}, "drafter": "b8"}, catalog={"b8": {"repo": "org/d8"}})
     assert drafter_of({"repo": "", "revision": ""}) is None
+
+
+def test_a_v1_config_names_its_drafter_and_none_means_the_weights_stages():
+    points = points_of(None, [{"name": "a", "vars": {}, "drafter": "dflash-b16"}, {"name": "b", "vars": {},
+                                                                                 "drafter": "none"}],
+                       catalog=CATALOG)  # fmt: skip
+    assert points[0].drafter == Drafter("org/d16", "r16", name="dflash-b16")
+    assert points[0].key()["drafter"]["repo"] == "org/d16"
+    assert points[1].drafter is None
+    assert "drafter" not in points[1].key()
+    with pytest.raises(SweepInputError, match=r"spec_sweep_configs\[0\] \(a\): drafter nope is not an entry"):
+        points_of(None, [{"name": "a", "vars": {}, "drafter": "nope"}], catalog=CATALOG)
 
 
 def test_v1_configs_are_points_with_their_vars_and_bad_names_are_refused():
     points = points_of(None, [{"name": "a", "vars": {"sglang_service_block_size": 8}}, {"name": "b", "vars": {}}])
     assert [p.name for p in points] == ["a", "b"]
     assert describe(points, points[0]) == {"name": "a", "file": "01-a.json", "vars": {"sglang_service_block_size": 8},
-                                           "key": {"vars": {"sglang_service_block_size": 8}}, "cost": []}  # fmt: skip
+                                           "key": {"vars": {"sglang_service_block_size": 8}}, "cost": [],
+                                           "drafter": None}  # fmt: skip
     with pytest.raises(SweepInputError, match=r"spec_sweep_configs\[0\]: name 'a b'"):
         points_of(None, [{"name": "a b", "vars": {}}])
     with pytest.raises(SweepInputError, match="names repeat"):

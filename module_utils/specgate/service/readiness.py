@@ -134,17 +134,25 @@ def wait_ready(
     unit_state: Callable[[], UnitState],
     *,
     timeout: float,
-    baseline_restarts: int = 0,
+    baseline_restarts: int | None = None,
     interval: float = 1.0,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> ReadyResult:
-    """Poll until /health answers 200 while the unit is still the one we started, up to ``timeout`` s."""
+    """Poll until /health answers 200 while the unit is still the one we started, up to ``timeout`` s.
+
+    Restarts count from ``baseline_restarts`` (NRestarts read right after the start); None counts them from the
+    unit's own NRestarts as the wait first reads it. systemd keeps NRestarts across a stop and a start (a unit stopped
+    while it waited to auto-restart a crashed engine carries its count into the next release), so a wait that
+    started nothing (a confirm of what serves now) must not count from 0: it would read the known-good release a
+    rollback just brought up as a crashing one."""
     start = clock()
     result = ReadyResult(ready=False, waited_s=0.0, polls=0)
     while True:
         state = unit_state()
         result.main_pid = state.main_pid
+        if baseline_restarts is None:
+            baseline_restarts = state.n_restarts
         gave_up = unit_gave_up(state, baseline_restarts)
         if gave_up:
             result.reason = gave_up

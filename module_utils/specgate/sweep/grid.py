@@ -8,6 +8,7 @@ reads them, and a point is kept only where every one is true.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +25,10 @@ AXIS_VARS = {
 }
 ALGORITHMS = ("DFLASH", "DDTREE")  # the algorithms with a block, a budget and a window (the field notes' sweep)
 ORDERED_AXES = ("budget", "topk")  # along these throughput is unimodal (field notes: tok/s falls past budget 8)
-AXES = (*AXIS_VARS, "parallel")
+AXES = (*AXIS_VARS, "parallel", "drafter")
+# The service variables a point's drafter sets (from the weights stage's download): a sub-grid naming a drafter
+# leaves them to it.
+DRAFTER_VARS = ("sglang_service_drafter_path", "sglang_service_drafter_revision")
 SUBGRID_KEYS = ("name", "axes", "constraints", "drafter", "parallel_presets", "vars")
 
 
@@ -34,8 +38,25 @@ class GridError(ValueError):
 
 @dataclass(frozen=True)
 class Drafter:
-    repo: str
+    """A point's drafter: a hub snapshot (repo, revision), a pre-staged directory (local_path), or the name of an entry
+    of model_weights_drafters (the sweep resolves the name to the entry's source before any launch)."""
+
+    repo: str | None = None
     revision: str | None = None
+    name: str | None = None
+    local_path: str | None = None
+
+    @property
+    def label(self) -> str:
+        """How the sweep names the drafter (its row, its snapshot in the weights stage): its name, else its repo."""
+        return self.name or self.repo or self.local_path or ""
+
+    def source(self) -> tuple:
+        """Where its files come from: two drafters of one source are one download."""
+        return (self.repo, self.revision, self.local_path)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "repo": self.repo, "revision": self.revision, "local_path": self.local_path}
 
 
 @dataclass(frozen=True)
@@ -72,8 +93,7 @@ class Point:
         """What identifies the point on disk (a row of another setting under the same name is not this point's)."""
         return {"algorithm": self.algorithm, "block_size": self.block_size, "budget": self.budget, "topk": self.topk,
                 "window": self.window, "parallel": self.parallel,
-                "drafter": None if self.drafter is None else {"repo": self.drafter.repo,
-                                                              "revision": self.drafter.revision},
+                "drafter": None if self.drafter is None else self.drafter.as_dict(),
                 "vars": dict(self.extra_vars)}  # fmt: skip
 
     def service_vars(self) -> dict[str, Any]:
@@ -86,12 +106,15 @@ class Point:
 
 
 def point_name(algorithm: str, block: int, budget: int | None, topk: int | None, *, window: int | None,
-               parallel: str | None) -> str:  # fmt: skip
+               parallel: str | None, drafter: Drafter | None = None) -> str:  # fmt: skip
+    """The point's name; ``drafter`` only where a drafter axis sets it (the name says which drafter)."""
     name = f"bs{block}-b{budget}-t{topk}" if algorithm == "DDTREE" else f"{algorithm.lower()}-bs{block}"
     if window is not None:
         name += f"-w{window}"
     if parallel:
         name += f"-{parallel}"
+    if drafter is not None:
+        name += "-" + re.sub(r"[^A-Za-z0-9.-]+", "-", (drafter.name or drafter.label.rsplit("/", 1)[-1])).strip("-")
     return name
 
 
@@ -113,6 +136,8 @@ def _check_axis(where: str, axis: str, values: object) -> list:
         elif axis == "parallel":
             if not isinstance(value, str) or not value:
                 raise GridError(f"{where}.axes.parallel: {value!r} is not a preset name (a key of parallel_presets).")
+        elif axis == "drafter":
+            _drafter(f"{where}.axes", value)
         elif axis == "window":
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise GridError(f"{where}.axes.window: {value!r} is not a window in tokens (a positive integer) "
@@ -122,18 +147,36 @@ def _check_axis(where: str, axis: str, values: object) -> list:
     return values
 
 
-def _drafter(where: str, raw: object) -> Drafter | None:
+DRAFTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def parse_drafter(where: str, raw: object) -> Drafter | None:
+    """A drafter as a sweep names it: the name of an entry of model_weights_drafters (a string, or {name}), or
+    {repo, revision} (a hub snapshot; with a name too, the name labels it). None: the weights stage's drafter."""
     if raw is None:
         return None
-    if not isinstance(raw, Mapping) or not isinstance(raw.get("repo"), str) or "/" not in raw["repo"]:
-        raise GridError(f"{where}.drafter: give {{repo: <org>/<name>, revision: <commit or tag>}} (got {raw!r}).")
-    unknown = set(raw) - {"repo", "revision"}
+    usage = (f"give the name of an entry of model_weights_drafters (e.g. dflash-b16) or {{repo: <org>/<name>, "
+             f"revision: <commit or tag>}} (got {raw!r})")  # fmt: skip
+    if isinstance(raw, str):
+        raw = {"name": raw}
+    if not isinstance(raw, Mapping) or not (raw.get("name") or raw.get("repo")):
+        raise GridError(f"{where}.drafter: {usage}.")
+    unknown = set(raw) - {"name", "repo", "revision"}
     if unknown:
-        raise GridError(f"{where}.drafter: unknown key(s) {', '.join(sorted(unknown))}; only repo and revision.")
-    revision = raw.get("revision")
+        raise GridError(f"{where}.drafter: unknown key(s) {', '.join(sorted(unknown))}; only name, repo and revision.")
+    name, repo, revision = raw.get("name"), raw.get("repo"), raw.get("revision")
+    if name is not None and (not isinstance(name, str) or not DRAFTER_NAME.match(name)):
+        raise GridError(f"{where}.drafter.name: {name!r} is not a drafter's name (letters, digits, dots, dashes, "
+                        "underscores), an entry of model_weights_drafters.")  # fmt: skip
+    if repo is not None and (not isinstance(repo, str) or repo.count("/") != 1 or not all(repo.split("/"))):
+        raise GridError(f"{where}.drafter.repo: {repo!r} is not a hub repo <org>/<name>; {usage}.")
     if revision is not None and not isinstance(revision, str):
         raise GridError(f"{where}.drafter.revision: {revision!r} is not a commit or tag (a string).")
-    return Drafter(raw["repo"], revision)
+    return Drafter(repo=repo, revision=revision or None, name=name)
+
+
+def _drafter(where: str, raw: object) -> Drafter | None:
+    return parse_drafter(where, raw)
 
 
 def _constraints(where: str, raw: object) -> list[tuple[str, Any]]:
@@ -175,6 +218,15 @@ def _subgrid(index: int, raw: object) -> list[Point]:
             raise GridError(f"{where}.axes.parallel: preset {preset!r} is not in parallel_presets "
                             f"({', '.join(presets) or 'none given'}).")  # fmt: skip
     fixed = raw.get("vars") or {}
+    drafter = _drafter(where, raw.get("drafter"))
+    if "drafter" in axes and drafter is not None:
+        raise GridError(f"{where}: a drafter axis and a drafter for the whole sub-grid; set one of them.")
+    if "drafter" in axes or drafter is not None:
+        for values in [fixed, *presets.values()]:
+            given = [k for k in DRAFTER_VARS if isinstance(values, Mapping) and k in values]
+            if given:
+                raise GridError(f"{where}: {', '.join(given)} set beside the sub-grid's drafter; the drafter's path "
+                                "and revision come from the weights stage's download, so drop them.")  # fmt: skip
     for where_vars, values in [(f"{where}.vars", fixed), *((f"{where}.parallel_presets.{k}", v)
                                                          for k, v in presets.items())]:  # fmt: skip
         if not isinstance(values, Mapping):
@@ -184,7 +236,6 @@ def _subgrid(index: int, raw: object) -> list[Point]:
         if bad:
             raise GridError(f"{where_vars}: {', '.join(map(str, bad))} cannot be set here: only sglang_service_* "
                             "variables no axis sets, and never sglang_service_promote_on_success.")  # fmt: skip
-    drafter = _drafter(where, raw.get("drafter"))
     constraints = _constraints(where, raw.get("constraints"))
     names = list(axes)
     points = []
@@ -194,6 +245,7 @@ def _subgrid(index: int, raw: object) -> list[Point]:
         values.setdefault("topk", None)
         values.setdefault("window", None)
         values.setdefault("parallel", None)
+        point_drafter = _drafter(f"{where}.axes", values["drafter"]) if "drafter" in values else drafter
         if values["algorithm"] != "DDTREE" and (values["budget"] is not None or values["topk"] is not None):
             raise GridError(f"{where}.axes: budget and topk are DDTree settings; sweep them in a sub-grid whose "
                             "algorithm is DDTREE only.")  # fmt: skip
@@ -213,9 +265,10 @@ def _subgrid(index: int, raw: object) -> list[Point]:
             extra.update(presets[values["parallel"]])
         points.append(Point(
             name=point_name(values["algorithm"], values["block_size"], values["budget"], values["topk"],
-                            window=values["window"], parallel=values["parallel"]),
+                            window=values["window"], parallel=values["parallel"],
+                            drafter=point_drafter if "drafter" in axes else None),
             algorithm=values["algorithm"], block_size=values["block_size"], budget=values["budget"],
-            topk=values["topk"], window=values["window"], parallel=values["parallel"], drafter=drafter,
+            topk=values["topk"], window=values["window"], parallel=values["parallel"], drafter=point_drafter,
             extra_vars=tuple(sorted(extra.items())),
         ))  # fmt: skip
     if not points:

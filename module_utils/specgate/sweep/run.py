@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ansible.module_utils.specgate.sweep.grid import Drafter, GridError, Point, expand
+from ansible.module_utils.specgate.sweep.grid import Drafter, GridError, Point, expand, parse_drafter
 from ansible.module_utils.specgate.sweep.pick import DEFAULT_TOLERANCE
 from ansible.module_utils.specgate.sweep.plots import write_plots
 from ansible.module_utils.specgate.sweep.progress import progress_line
@@ -42,9 +42,10 @@ class ConfigPoint:
 
     name: str
     vars: tuple[tuple[str, Any], ...]
+    drafter: Drafter | None = None
 
     def key(self) -> dict[str, Any]:
-        return {"vars": dict(self.vars)}
+        return {"vars": dict(self.vars), **({"drafter": self.drafter.as_dict()} if self.drafter else {})}
 
     def cost(self) -> tuple:
         return ()
@@ -73,17 +74,105 @@ class Step:
 
 
 def drafter_of(raw: Mapping | None) -> Drafter | None:
-    """The weights stage's drafter as {repo, revision}; None or an empty repo: no drafter by repo."""
-    if not raw or not raw.get("repo"):
+    """The weights stage's drafter as {name, repo, revision, local_path}; None, or neither a repo nor a local path:
+    no drafter."""
+    if not raw or not (raw.get("repo") or raw.get("local_path")):
         return None
-    return Drafter(str(raw["repo"]), raw.get("revision") or None)
+    return Drafter(repo=raw.get("repo") or None, revision=raw.get("revision") or None, name=raw.get("name") or None,
+                   local_path=raw.get("local_path") or None)  # fmt: skip
+
+
+def resolve_drafter(where: str, drafter: Drafter | None, catalog: Mapping[str, Mapping],
+                    weights_drafter: Drafter | None) -> Drafter | None:  # fmt: skip
+    """A point's drafter with its source: a name is looked up in model_weights_drafters (``catalog``), a repo without
+    a revision takes the weights stage's when it is the same repo. Refusals name the variable and the fix."""
+    if drafter is None:
+        return None
+    if drafter.name is not None and drafter.repo is None:
+        entry = catalog.get(drafter.name)
+        if entry is None:
+            raise SweepInputError(
+                f"{where}: drafter {drafter.name} is not an entry of model_weights_drafters "
+                f"({', '.join(sorted(catalog)) or 'empty'}). Fix: add it there as {{repo, revision}} (or "
+                "{local_path}), or give the point's drafter as {repo: <org>/<name>, revision: <commit>}.")  # fmt: skip
+        repo, revision = entry.get("repo") or None, entry.get("revision") or None
+        local_path = entry.get("local_path") or None
+        if bool(repo) == bool(local_path) or (repo and not revision):
+            raise SweepInputError(
+                f"model_weights_drafters[{drafter.name}] (named by {where}) is {dict(entry)!r}: a drafter is a hub "
+                "snapshot {repo, revision} or a pre-staged {local_path}.")  # fmt: skip
+        return Drafter(repo=repo, revision=revision, name=drafter.name, local_path=local_path)
+    revision = drafter.revision
+    if revision is None and weights_drafter is not None and weights_drafter.repo == drafter.repo:
+        revision = weights_drafter.revision
+    if revision is None:
+        raise SweepInputError(f"{where}: drafter {drafter.repo} has no revision; pin it (revision: <commit sha or "
+                              "tag>), as model_weights pins every snapshot it downloads.")  # fmt: skip
+    name = drafter.name
+    if name is not None and name in catalog:
+        entry = catalog[name]
+        if (entry.get("repo"), entry.get("revision")) != (drafter.repo, revision):
+            raise SweepInputError(
+                f"{where}: drafter {name} is given as {drafter.repo}@{revision}, but model_weights_drafters[{name}] is "
+                f"{dict(entry)!r}. Fix: name the catalog entry alone, or give the drafter another name.")  # fmt: skip
+    if name is None:  # a catalog entry of the same source lends its name (the report's snippet names it)
+        name = next((n for n, e in catalog.items()
+                     if (e.get("repo"), e.get("revision")) == (drafter.repo, revision)), None)  # fmt: skip
+    return Drafter(repo=drafter.repo, revision=revision, name=name)
+
+
+def same_source(a: Drafter | None, b: Drafter | None) -> bool:
+    return a is not None and b is not None and a.source() == b.source()
+
+
+def sweep_drafters(points: Sequence[SweepPoint], weights_drafter: Drafter | None = None) -> list[dict[str, Any]]:
+    """The drafters the points need besides the weights stage's own, once each in order, as the weights stage
+    downloads them (model_weights_sweep_drafters): {key, name, repo, revision, local_path}. ``key`` names the drafter
+    in specgate_weights.drafters, where each point finds its path."""
+    out: dict[tuple, dict[str, Any]] = {}
+    for point in points:
+        drafter = point.drafter
+        if drafter is None or same_source(drafter, weights_drafter) or drafter.source() in out:
+            continue
+        out[drafter.source()] = {"key": drafter.label, **drafter.as_dict()}
+    return list(out.values())
+
+
+def _check_one_revision_per_repo(points: Sequence[SweepPoint], weights_drafter: Drafter | None) -> None:
+    seen: dict[str, tuple[str | None, str]] = {}
+    if weights_drafter is not None and weights_drafter.repo:
+        seen[weights_drafter.repo] = (weights_drafter.revision, "the weights stage's drafter (model_weights_drafter)")
+    for point in points:
+        drafter = point.drafter
+        if drafter is None or not drafter.repo:
+            continue
+        revision, by = seen.setdefault(drafter.repo, (drafter.revision, f"point {point.name}"))
+        if revision != drafter.revision:
+            raise SweepInputError(
+                f"point {point.name} names drafter {drafter.repo}@{drafter.revision}, {by} the same repo at "
+                f"{revision}: both would download into model_weights_dir/<org>/<name>. Fix: sweep one revision of a "
+                "drafter per run (or stage the other with {local_path} in model_weights_drafters).")  # fmt: skip
 
 
 def points_of(grid: object = None, configs: Sequence[Mapping] | None = None, *,
-              weights_drafter: Drafter | None = None) -> list[SweepPoint]:  # fmt: skip
+              weights_drafter: Drafter | None = None,
+              catalog: Mapping[str, Mapping] | None = None) -> list[SweepPoint]:  # fmt: skip
     """The sweep's points in order, from exactly one of spec_sweep_grid and spec_sweep_configs (v1, resolved: each
-    {name, vars}). A grid point that names another drafter than the weights stage's is refused: the sweep runs
-    every point on the one drafter model_weights fetched before it."""
+    {name, vars, drafter}), each point's drafter resolved to its source (``catalog``: model_weights_drafters). A
+    point without a drafter runs on the weights stage's; the others' drafters are downloaded by the weights stage
+    before the first launch (sweep_drafters)."""
+    points = _points(grid, configs)
+    catalog = dict(catalog or {})
+    resolved: list[SweepPoint] = []
+    for index, point in enumerate(points):
+        where = (f"spec_sweep_configs[{index}] ({point.name})" if isinstance(point, ConfigPoint)
+                 else f"spec_sweep_grid, point {point.name}")  # fmt: skip
+        resolved.append(replace(point, drafter=resolve_drafter(where, point.drafter, catalog, weights_drafter)))
+    _check_one_revision_per_repo(resolved, weights_drafter)
+    return resolved
+
+
+def _points(grid: object, configs: Sequence[Mapping] | None) -> list[SweepPoint]:
     has_grid = grid not in (None, [], {})
     has_configs = bool(configs)
     if has_grid == has_configs:
@@ -98,26 +187,20 @@ def points_of(grid: object = None, configs: Sequence[Mapping] | None = None, *,
             if not CONFIG_NAME.match(name):
                 raise SweepInputError(f"spec_sweep_configs[{index}]: name {name!r} is not letters, digits, dots "
                                       "and dashes (starting with a letter or digit).")  # fmt: skip
-            out.append(ConfigPoint(name, tuple(sorted(dict(config.get("vars") or {}).items()))))
+            raw_drafter = config.get("drafter")
+            try:
+                drafter = None if raw_drafter in (None, "none") else parse_drafter(f"spec_sweep_configs[{index}]",
+                                                                                   raw_drafter)
+            except GridError as error:
+                raise SweepInputError(str(error)) from error
+            out.append(ConfigPoint(name, tuple(sorted(dict(config.get("vars") or {}).items())), drafter))
         if len({p.name for p in out}) != len(out):
             raise SweepInputError("spec_sweep_configs: names repeat; give each config a unique name.")
         return out
     try:
-        points = expand(grid)
+        return list(expand(grid))
     except GridError as error:
         raise SweepInputError(str(error)) from error
-    for point in points:
-        if point.drafter is None or point.drafter == weights_drafter or (
-                weights_drafter is not None and point.drafter.repo == weights_drafter.repo
-                and point.drafter.revision is None):  # fmt: skip
-            continue
-        raise SweepInputError(
-            f"spec_sweep_grid: point {point.name} names drafter {point.drafter.repo}"
-            f"{'@' + point.drafter.revision if point.drafter.revision else ''}, but the sweep runs every point on the "
-            f"weights stage's drafter ({weights_drafter.repo if weights_drafter else 'none by repo'}); per-point "
-            "drafters are not supported: drop the sub-grid's drafter, or sweep it in its own run with "
-            "model_weights_drafter_repo (or model_weights_drafter) set to it.")  # fmt: skip
-    return points
 
 
 def row_file(points: Sequence[SweepPoint], point: SweepPoint) -> str:
@@ -125,10 +208,17 @@ def row_file(points: Sequence[SweepPoint], point: SweepPoint) -> str:
     return f"{[p.name for p in points].index(point.name) + 1:02d}-{point.name}.json"
 
 
-def describe(points: Sequence[SweepPoint], point: SweepPoint) -> dict[str, Any]:
-    """What the playbook needs of a point: its name, row file, variables, and what its row records of it."""
+def describe(points: Sequence[SweepPoint], point: SweepPoint,
+             weights_drafter: Drafter | None = None) -> dict[str, Any]:  # fmt: skip
+    """What the playbook needs of a point: its name, row file, variables, what its row records of it, and its drafter
+    ({key, name, repo, revision, local_path}: ``key`` names it in specgate_weights.drafters; null key: the weights
+    stage's own drafter serves it; null: the point names none and runs on the weights stage's)."""
+    drafter = None
+    if point.drafter is not None:
+        drafter = {"key": None if same_source(point.drafter, weights_drafter) else point.drafter.label,
+                   **point.drafter.as_dict()}  # fmt: skip
     return {"name": point.name, "file": row_file(points, point), "vars": point.service_vars(), "key": point.key(),
-            "cost": list(point.cost())}  # fmt: skip
+            "cost": list(point.cost()), "drafter": drafter}  # fmt: skip
 
 
 def started_row(point: SweepPoint) -> dict[str, Any]:

@@ -212,24 +212,51 @@ def robust_winners(rows: Sequence[Mapping], tolerance: float = DEFAULT_TOLERANCE
 
 
 def ood_warning(row: Mapping) -> str | None:
-    """A drafter asked to draft deeper than its trained block (field notes: it gains only a little)."""
+    """A point whose block size is not the one its drafter was trained at: past it, the drafter drafts positions it
+    never learned (field notes: they gain only a little); short of it, it runs a drafter trained for another block."""
     point, trained = row.get("point") or {}, row.get("trained_block_size")
     block = point.get("block_size")
-    if block is None or trained is None or block <= trained:
+    if block is None or trained is None or block == trained:
         return None
-    return (f"block size {block} is past the drafter's trained block size {trained}: out of distribution, "
-            "depths past the training gain little")  # fmt: skip
+    if block > trained:
+        return (f"block size {block} is past the drafter's trained block size {trained}: out of distribution, "
+                "depths past the training gain little")  # fmt: skip
+    return (f"block size {block} differs from the drafter's trained block size {trained}: out of distribution, a "
+            f"drafter trained at {block} may accept more")  # fmt: skip
+
+
+def row_drafter(row: Mapping) -> dict | None:
+    """The drafter the row's point ran on: what the sweep recorded at its launch, else what its point names."""
+    return row.get("drafter") or (row.get("point") or {}).get("drafter") or None
+
+
+def drafter_line(row: Mapping) -> str | None:
+    """"drafter <name> (<repo>@<revision>), trained block size N" for the report; None when the row has neither."""
+    drafter, trained = row_drafter(row), row.get("trained_block_size")
+    if not drafter and trained is None:
+        return None
+    drafter = drafter or {}
+    source = (f"{drafter['repo']}@{drafter.get('revision') or '?'}" if drafter.get("repo")
+              else drafter.get("local_path") or drafter.get("path") or "")  # fmt: skip
+    label = drafter.get("name") or source or "the weights stage's"
+    said = f"drafter {label}" + (f" ({source})" if source and source != label else "")
+    return said + (f", trained block size {trained}" if trained is not None else ", trained block size unknown")
 
 
 def inventory_snippet(row: Mapping) -> str:
-    """The host_vars that deploy this config (its sglang_service_* settings and, if it names one, its drafter)."""
+    """The host_vars that deploy this config (its sglang_service_* settings and, if it names one, its drafter: by
+    its model_weights_drafters name when it has one)."""
     import yaml  # controller-side only: the report is written on the controller
 
     values = dict(row.get("vars") or {})
     drafter = (row.get("point") or {}).get("drafter")
-    if drafter:
+    if drafter and drafter.get("name"):
+        values["model_weights_drafter"] = drafter["name"]
+    elif drafter and drafter.get("repo"):
         values["model_weights_drafter_repo"] = drafter["repo"]
         values["model_weights_drafter_revision"] = drafter.get("revision")
+    elif drafter and drafter.get("local_path"):
+        values["model_weights_drafter_local_path"] = drafter["local_path"]
     return yaml.safe_dump(values, sort_keys=True, default_flow_style=False).rstrip()
 
 
@@ -252,6 +279,9 @@ def sweep_report_markdown(sweep_id: str, host: str, rows: Sequence[Mapping], bes
             lines.append(f"- {note}")
         row = by_name.get(win["name"] or "")
         if row is not None:
+            drafter = drafter_line(row)
+            if drafter:
+                lines.append(f"- {drafter}")
             warning = ood_warning(row)
             if warning:
                 lines.append(f"- WARNING: {warning}")
@@ -276,6 +306,8 @@ def sweep_document(sweep_id: str, host: str, rows: Sequence[Mapping], best: Mapp
     for key, win in best.items():
         row = by_name.get(win.get("name") or "")
         winners_out[key] = {**win, "inventory": inventory_snippet(row) if row else None,
+                            "drafter": row_drafter(row) if row else None,
+                            "trained_block_size": row.get("trained_block_size") if row else None,
                             "ood_warning": ood_warning(row) if row else None}  # fmt: skip
     return {"sweep": sweep_id, "host": host, "rows": list(rows), "winners": winners_out,
             "plots": [Path(p).name for p in plots], "launches": dict(launches or {})}  # fmt: skip

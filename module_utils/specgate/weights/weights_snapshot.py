@@ -83,6 +83,7 @@ class Options:
     verify_sha256: bool = False
     progress_file: str | None = None
     check_mode: bool = False
+    disk_advice: str | None = None  # appended to a disk refusal: the variables to change (the role's words)
 
 
 @dataclass
@@ -224,7 +225,8 @@ def run(
     failures = disk_failures(needs)
     if failures:
         result["snapshots"] = [o.as_dict() for o in outcomes]
-        raise WeightsError("not enough disk before downloading anything: " + "; ".join(failures), result)
+        advice = f". {options.disk_advice}" if options.disk_advice else ""
+        raise WeightsError("not enough disk before downloading anything: " + "; ".join(failures) + advice, result)
 
     if options.check_mode:
         changed = any(not o.plan.complete or _manifest_would_change(o, options) for o in hub_outcomes)

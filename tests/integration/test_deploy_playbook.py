@@ -105,6 +105,8 @@ def test_root_deploy_imports_the_playbook_that_runs_the_six_stages_in_order() ->
         LOCK,
         ("spec_gate", "unsettled"),
         *((s, "main") for s in STAGES[1:4]),
+        # Whether the release switches: the router leave and the known-good reference are only for a switch.
+        ("sglang_service", "candidate"),
         # Out of the router (when the release changes) before anything measures or restarts the replica.
         ("fleet_rollout", "leave"),
         # The known-good release measured on the regression cell while it still serves, beside the candidate's cell.

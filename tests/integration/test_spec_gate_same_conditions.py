@@ -162,6 +162,35 @@ def test_identical_candidate_is_compared_with_known_good_measured_before_the_swi
     assert "Regression reference: known-good kg measured now" in table
 
 
+REFERENCE_BENCH = "Benchmark the known-good release on the regression cell, runs 4"
+
+
+@pytest.mark.parametrize(
+    ("candidate", "overrides", "measured"),
+    [
+        # A no-op re-run: the candidate is the known-good release and serves already - nothing else to measure.
+        ("kg", {}, False),
+        # spec_gate_regate measures the known-good release again, reference included.
+        ("kg", {"spec_gate_regate": True}, True),
+        # A switch: known-good measured before it, from the pointers the candidate entry point read (no stat here).
+        ("cand", {}, True),
+    ],
+    ids=["no-switch-known-good", "regate", "switch"],
+)
+def test_the_reference_is_measured_only_before_a_switch_or_a_regate(tmp_path, sim, candidate, overrides, measured):
+    base = layout(tmp_path, sim.port, active="kg", known_good="kg")
+    switch = {"candidate": candidate, "active": "kg", "known_good": "kg", "switches": candidate != "kg"}
+    run = play(tmp_path, "ref", ["reference"],
+               host_vars(tmp_path, base, sim, "kg", "kg", specgate_switch=switch, **overrides))
+    assert run.status == "successful", run.failed_tasks()
+    ran = {e["event_data"]["task"] for e in run.events if e.get("event") == "runner_on_ok"}
+    assert (REFERENCE_BENCH in ran) is measured, sorted(ran)
+    # The pointers come from specgate_switch: the reference does not read them again.
+    assert "Read the active and known-good pointers (unless the candidate entry point read them already)" not in ran
+    said = "Say that no known-good reference is measured - the candidate is the known-good release serving now"
+    assert (said in ran) is not measured
+
+
 def test_without_a_same_run_measurement_the_stored_runs_are_the_reference_and_the_report_says_so(tmp_path, sim):
     # The active release is not known-good (an earlier candidate serves): known-good cannot be measured now.
     base = layout(tmp_path, sim.port, active="old", known_good="kg")

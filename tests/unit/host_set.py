@@ -15,11 +15,13 @@ UNIT = Path(__file__).resolve().parent
 # Unit test modules that are not host-side tests, and why. Every other tests/unit/test_*.py carries
 # `pytestmark = pytest.mark.host` (alone or in a list); test_host_code.py holds both to that.
 CONTROLLER_ONLY = {
+    "test_bench_noop_redeploy": "scripts/bench_noop_redeploy.py runs on the controller (ansible-runner)",
     "test_debian_mirror": "scripts/debian_mirror.py runs on the controller",
     "test_fleet_module_docs": "runs the controller's ansible-doc",
     "test_install_collections": "scripts/install_collections.py runs on the controller",
     "test_node_group": "drives the sglang_nodes filter plugin (controller-side, needs ansible.errors)",
     "test_node_topology": "drives the sglang_nodes filter plugin (controller-side, needs ansible.errors)",
+    "test_noop_rerun_reads": "reads playbooks/ and roles/ YAML",
     "test_readme_commands": "reads README.md and the tests' registry on the controller",
     "test_role_contracts": "reads roles/ YAML",
     "test_sglang_config_filter": "a filter plugin: controller-side, needs ansible.errors",

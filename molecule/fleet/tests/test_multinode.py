@@ -173,3 +173,25 @@ def test_a_follower_that_crashes_during_the_load_fails_at_once_naming_it_and_bot
     assert pointers(RANK0) == pointers(RANK1) == (release, release)
     assert serves(f"http://127.0.0.1:{PORT}")["nnodes"] == 2
     assert follower_joined()
+
+
+def test_rollback_restarts_the_whole_group_when_one_node_is_down(deployed, tmp_path) -> None:
+    """playbooks/rollback.yml on a group whose follower died: rank 0 alone cannot serve again (its world is gone),
+    so every node restarts onto known-good, rank 0 first down."""
+    release, _ = deployed
+    host(RANK1).run("systemctl stop sglang")
+    private = tmp_path / "private"
+    private.mkdir()
+    run = ansible_runner.run(
+        private_data_dir=str(private), project_dir=str(PROJECT), playbook=str(PROJECT / "playbooks" / "rollback.yml"),
+        inventory=os.environ["MOLECULE_INVENTORY_FILE"], limit="fleet_pair",
+        extravars={**NODE_VARS, "sglang_service_extra_env": PAIR_ENV}, quiet=True,
+        envvars={"ANSIBLE_CONFIG": str(PROJECT / "ansible.cfg"), "ANSIBLE_FACT_CACHING": "memory"},
+    )
+    assert run.status == "successful", failure_messages(run)
+    stops = [e["event_data"]["host"] for e in run.events if e.get("event") == "runner_on_ok"
+             and e["event_data"].get("task", "").startswith(("Stop rank 0 first", "Stop the followers"))]
+    assert stops == [RANK0, RANK1]
+    assert pointers(RANK0) == pointers(RANK1) == (release, release)
+    assert serves(f"http://127.0.0.1:{PORT}")["nnodes"] == 2
+    assert follower_joined()

@@ -163,7 +163,9 @@ def test_regression_against_known_good_reads_its_stored_result(tmp_path, sim):
     stored = json.loads((tmp_path / "opt" / "releases" / "cand" / "gate.json").read_text())
     regression = next(m for m in stored["analysis"]["metrics"] if m["name"] == "regression")
     assert regression["phase"] == "Failed"
-    assert regression["interval"]["mean"] == pytest.approx(0.1, rel=0.5)
+    # Against the stored runs (ten times faster) the ratio is near 0.1, not near 1; the sim's speed noise on a busy
+    # machine moves it (0.154 seen under CI's load), so the bound only tells the two apart.
+    assert 0.03 < regression["interval"]["mean"] < 0.3
     assert stored["action"] == "rollback"
     assert "output_tok_s relative to known-good (set chat, short context, C=4) measured" in stored["message"]
     assert "(spec_gate_max_regression)" in stored["message"]

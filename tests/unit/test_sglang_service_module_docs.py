@@ -93,5 +93,5 @@ def test_every_module_and_action_in_the_project_renders_with_ansible_doc():
         assert action.stem in rendered, f"action {action.stem} has no documentation stub in library/"
         source = action.read_text()
         valid = source.split("_VALID_ARGS = frozenset(")[1].split(")")[0]
-        declared = set(valid.strip("{}").replace('"', "").replace(" ", "").split(",")) - {""}
+        declared = set("".join(valid.split()).strip("{}").replace('"', "").split(",")) - {""}
         assert set(rendered[action.stem]["doc"].get("options") or {}) == declared, action.stem

@@ -46,8 +46,10 @@ def sglang_node_topology(settings: dict[str, Any], hostvars: Any, hosts: list[st
         topo = _topology(settings, hostvars, hosts)
     except SglangConfigError as error:
         raise AnsibleFilterError(str(error)) from error
+    host, port = topo.rendezvous
     return {"group": topo.group, "nodes": list(topo.nodes), "nnodes": topo.nnodes, "dist_init_addr":
-            topo.dist_init_addr, "dist_timeout": topo.dist_timeout, "gated_launch_port": topo.gated_launch_port}
+            topo.dist_init_addr, "dist_init_host": host, "dist_init_port": port, "dist_timeout": topo.dist_timeout,
+            "gated_launch_port": topo.gated_launch_port}
 
 
 def sglang_node_topology_refusal(settings: dict[str, Any], hostvars: Any, hosts: list[str]) -> str:

@@ -8,7 +8,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.specgate.service.node_join import joined, read_tables, resolve, socket_inodes
-from ansible.module_utils.specgate.service.readiness import UnitState, redact, unit_gave_up
+from ansible.module_utils.specgate.service.readiness import UnitState, journal_tail, unit_gave_up
 from ansible.module_utils.specgate.service.unit_processes import (
     SystemctlShowError,
     cgroup_pids,
@@ -159,9 +159,7 @@ def main() -> None:
                                                  p["rendezvous_port"], service_uid(props.get("User", "")))
     if p["journal"]:
         since = p["since"] or time.time() - 3600
-        _rc, out, err = module.run_command(["journalctl", "-u", p["unit"], "--since", f"@{int(since)}", "-n",
-                                            str(p["journal_lines"]), "--no-pager", "-o", "short-iso"])
-        result["journal"] = redact(out or err, p["redact"]).splitlines()
+        result["journal"] = journal_tail(module.run_command, p["unit"], since, p["journal_lines"], p["redact"])
     module.exit_json(**result)
 
 

@@ -11,10 +11,12 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.specgate.common.progress import ProgressWriter
 from ansible.module_utils.specgate.service.load_progress import load_report, read_load_times, record_load_time
 from ansible.module_utils.specgate.service.readiness import (
+    ReadyResult,
     UnitState,
     fetch_server_info,
     http_post,
     identity_mismatches,
+    journal_tail,
     probe_health,
     redact,
     wait_ready,
@@ -166,13 +168,6 @@ def activate_gate(gate: str) -> str | None:
     return None if probe.status == 200 else (f"HTTP {probe.status}" if probe.status else probe.error)
 
 
-def journal_tail(module: AnsibleModule, unit: str, since: float, lines: int, secrets: list[str]) -> list[str]:
-    _rc, out, err = module.run_command(
-        ["journalctl", "-u", unit, "--since", f"@{int(since)}", "-n", str(lines), "--no-pager", "-o", "short-iso"]
-    )
-    return redact(out or err, secrets).splitlines()
-
-
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
@@ -211,7 +206,7 @@ def main() -> None:
         if rc != 0:
             module.fail_json(
                 msg=f"systemctl start {unit} failed: {redact(err.strip() or out.strip(), secrets)}",
-                journal=journal_tail(module, unit, since, p["journal_lines"], secrets),
+                journal=journal_tail(module.run_command, unit, since, p["journal_lines"], secrets),
             )
 
     # systemd does not always zero NRestarts on a start: a unit stopped while it waited to auto-restart a crashed
@@ -232,35 +227,27 @@ def main() -> None:
 
         writer = ProgressWriter(p["progress_file"], measure)
         writer.start()
-    if p["gate_url"] and p["start"]:
-        gate = p["gate_url"].rstrip("/")
-        joined = wait_ready(
-            probe=lambda: probe_health(gate + "/health"),
-            unit_state=lambda: unit_state(module, unit),
-            timeout=p["join_timeout"],
-            baseline_restarts=baseline_restarts,
-            interval=p["poll_interval"],
-        )
-        if not joined.ready:
-            journal = journal_tail(module, unit, since, p["journal_lines"], secrets)
-            module.fail_json(
-                msg=f"not every node joined the deployment within {p['join_timeout']:.0f} s "
-                f"(sglang_service_join_timeout): {joined.reason}. Journal of {unit} since the start:\n"
-                + "\n".join(journal),
-                joined=joined.as_dict(), journal=journal, changed=True,
-            )
-        activated = activate_gate(gate)
-        if activated:
-            module.fail_json(msg=f"every node joined, but the gate at {gate} refused to open: {activated}",
-                             joined=joined.as_dict(), changed=True)
+    def wait(url: str, timeout: float) -> ReadyResult:
+        return wait_ready(probe=lambda: probe_health(url), unit_state=lambda: unit_state(module, unit),
+                          timeout=timeout, baseline_restarts=baseline_restarts, interval=p["poll_interval"])
+
     try:
-        ready = wait_ready(
-            probe=lambda: probe_health(base + "/health"),
-            unit_state=lambda: unit_state(module, unit),
-            timeout=p["load_timeout"],
-            baseline_restarts=baseline_restarts,
-            interval=p["poll_interval"],
-        )
+        if p["gate_url"] and p["start"]:
+            gate = p["gate_url"].rstrip("/")
+            joined = wait(gate + "/health", p["join_timeout"])
+            if not joined.ready:
+                journal = journal_tail(module.run_command, unit, since, p["journal_lines"], secrets)
+                module.fail_json(
+                    msg=f"not every node joined the deployment within {p['join_timeout']:.0f} s "
+                    f"(sglang_service_join_timeout): {joined.reason}. Journal of {unit} since the start:\n"
+                    + "\n".join(journal),
+                    joined=joined.as_dict(), journal=journal, changed=True,
+                )
+            activated = activate_gate(gate)
+            if activated:
+                module.fail_json(msg=f"every node joined, but the gate at {gate} refused to open: {activated}",
+                                 joined=joined.as_dict(), changed=True)
+        ready = wait(base + "/health", p["load_timeout"])
     finally:
         if writer is not None:
             writer.stop()
@@ -273,7 +260,7 @@ def main() -> None:
         if ready.ready and p["start"]:
             record_load_time(p["load_times_file"], release, ready.waited_s)
     if not ready.ready:
-        journal = journal_tail(module, unit, since, p["journal_lines"], secrets)
+        journal = journal_tail(module.run_command, unit, since, p["journal_lines"], secrets)
         module.fail_json(
             msg=f"{unit} did not become ready: {ready.reason}. Journal of {unit} since the start:\n"
             + "\n".join(journal),

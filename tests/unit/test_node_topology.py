@@ -76,6 +76,11 @@ def test_an_ipv6_rendezvous_is_bracketed_as_sglang_parses_it():
     assert pair(addresses={"h100-a": "fd00::1"}).dist_init_addr == "[fd00::1]:25000"
 
 
+def test_the_rendezvous_splits_back_into_the_host_a_node_connects_to_and_its_port():
+    assert pair(ranks={"h100-a": 1, "h100-b": 0}).rendezvous == ("10.0.0.2", 25000)
+    assert pair(addresses={"h100-a": "fd00::1"}).rendezvous == ("fd00::1", 25000)
+
+
 def test_without_an_address_the_inventory_name_is_used():
     assert pair(addresses={}).dist_init_addr == "h100-a:25000"
 
@@ -138,6 +143,7 @@ def test_filters_render_a_pair_from_hostvars():
     topo = filters["sglang_node_topology"](settings, hostvars, PAIR)
     assert topo["nodes"] == ["h100-b", "h100-a"]
     assert topo["dist_init_addr"] == "10.0.0.2:26000"
+    assert (topo["dist_init_host"], topo["dist_init_port"]) == ("10.0.0.2", 26000)
     assert filters["sglang_node_flags"](topo, "h100-a", "0.5.23") == {
         "nnodes": 2, "dist-init-addr": "10.0.0.2:26000", "dist-timeout": 1800, "gated-launch-port": 26100,
         "node-rank": 1,

@@ -67,6 +67,12 @@ class Topology:
     def rank0(self) -> str:
         return self.nodes[0]
 
+    @property
+    def rendezvous(self) -> tuple[str, int]:
+        """--dist-init-addr as (host, port): where a node's connection to rank 0 goes (an IPv6 host unbracketed)."""
+        host, _, port = self.dist_init_addr.rpartition(":")
+        return host.removeprefix("[").removesuffix("]"), int(port)
+
 
 _TEXT_SETTINGS = ("nodes_group", "dist_init_host")
 _NULLABLE_SETTINGS = ("dist_timeout", "gated_launch_port")

@@ -264,3 +264,14 @@ def redact(text: str, secrets: list[str]) -> str:
         if secret:
             text = text.replace(secret, "********")
     return text
+
+
+def journal_tail(
+    run_command: Callable[[list[str]], tuple[int, str, str]], unit: str, since: float, lines: int, secrets: list[str]
+) -> list[str]:
+    """The unit's journal since `since` (epoch seconds), at most `lines` lines, secrets redacted (run through
+    `run_command`, e.g. a module's)."""
+    _rc, out, err = run_command(
+        ["journalctl", "-u", unit, "--since", f"@{int(since)}", "-n", str(lines), "--no-pager", "-o", "short-iso"]
+    )
+    return redact(out or err, secrets).splitlines()

@@ -69,22 +69,19 @@ class RoleRun:
         raise KeyError(f"no task set the fact {name}")
 
 
-def run_role(tmp_path: Path, role: str, role_vars: dict[str, Any], cmdline: str = "") -> RoleRun:
-    """One play on localhost that runs the role with role_vars; the project's ansible.cfg applies.
-
-    cmdline adds ansible-playbook options, e.g. "--check --tags cuda_validate" so a role that installs
-    things can be driven into its refusals on the test machine without any chance of changing it.
-    """
-    private = tmp_path / "runner"
+def run_play(tmp_path: Path, play: list[dict[str, Any]], extravars: dict[str, Any], cmdline: str = "",
+             private_name: str = "runner") -> RoleRun:
+    """One play on localhost (its hosts: localhost, gather_facts off), with extravars; the project's ansible.cfg
+    applies. cmdline adds ansible-playbook options."""
+    private = tmp_path / private_name
     (private / "project").mkdir(parents=True)
     (private / "inventory").mkdir()
     (private / "inventory" / "hosts").write_text(
         f"localhost ansible_connection=local ansible_python_interpreter={sys.executable}\n", encoding="utf-8"
     )
-    play = [{"name": f"{role} under test", "hosts": "localhost", "gather_facts": False, "roles": [role]}]
     (private / "project" / "play.yml").write_text(json.dumps(play), encoding="utf-8")
     (private / "env").mkdir()
-    (private / "env" / "extravars").write_text(json.dumps(role_vars), encoding="utf-8")
+    (private / "env" / "extravars").write_text(json.dumps(extravars), encoding="utf-8")
     # ansible-runner looks ansible-playbook up on this process's PATH: the venv's, not the system's.
     if str(VENV_BIN) not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
@@ -101,6 +98,25 @@ def run_role(tmp_path: Path, role: str, role_vars: dict[str, Any], cmdline: str 
         },
     )
     return RoleRun(status=result.status, events=list(result.events))
+
+
+def run_role(tmp_path: Path, role: str, role_vars: dict[str, Any], cmdline: str = "") -> RoleRun:
+    """One play on localhost that runs the role with role_vars; the project's ansible.cfg applies.
+
+    cmdline adds ansible-playbook options, e.g. "--check --tags cuda_validate" so a role that installs
+    things can be driven into its refusals on the test machine without any chance of changing it.
+    """
+    play = [{"name": f"{role} under test", "hosts": "localhost", "gather_facts": False, "roles": [role]}]
+    return run_play(tmp_path, play, role_vars, cmdline)
+
+
+def run_entries(tmp_path: Path, role: str, entries: list[str], extravars: dict[str, Any],
+                private_name: str = "runner") -> RoleRun:
+    """One play on localhost running the role's entry points (tasks_from) in order, as a playbook orders them."""
+    tasks = [{"name": f"{role} {entry}", "ansible.builtin.include_role": {"name": role, "tasks_from": entry}}
+             for entry in entries]
+    play = [{"name": f"{role} entry points", "hosts": "localhost", "gather_facts": False, "tasks": tasks}]
+    return run_play(tmp_path, play, extravars, private_name=private_name)
 
 
 def run_on_ct200(tmp_path: Path, extravars: dict[str, Any], playbook: str = "deploy.yml",

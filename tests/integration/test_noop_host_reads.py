@@ -9,10 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-import ansible_runner
 import pytest
 
-from integration.preflight_runner import PROJECT_ROOT, VENV_BIN, RoleRun
+from integration.preflight_runner import RoleRun, run_entries
 
 pytestmark = pytest.mark.slow
 
@@ -22,34 +21,7 @@ TAKE_LOCK = "Wait for the host's change lock, then take it (sglang_service_lock_
 
 def play(tmp_path: Path, entries: list[str], extravars: dict) -> RoleRun:
     """One play on localhost running sglang_service's entry points in order."""
-    private = tmp_path / "runner"
-    (private / "project").mkdir(parents=True)
-    (private / "inventory").mkdir()
-    (private / "inventory" / "hosts").write_text(
-        f"localhost ansible_connection=local ansible_python_interpreter={sys.executable}\n", encoding="utf-8"
-    )
-    tasks = [
-        {"name": f"sglang_service {entry}",
-         "ansible.builtin.include_role": {"name": "sglang_service", "tasks_from": entry}}
-        for entry in entries
-    ]
-    (private / "project" / "play.yml").write_text(
-        json.dumps([{"name": "host reads", "hosts": "localhost", "gather_facts": False, "tasks": tasks}])
-    )
-    (private / "env").mkdir()
-    (private / "env" / "extravars").write_text(json.dumps(extravars), encoding="utf-8")
-    result = ansible_runner.run(
-        private_data_dir=str(private),
-        playbook="play.yml",
-        quiet=True,
-        envvars={
-            "PATH": f"{VENV_BIN}:/usr/bin:/bin",
-            "ANSIBLE_CONFIG": str(PROJECT_ROOT / "ansible.cfg"),
-            "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-local"),
-            "ANSIBLE_FACT_CACHING": "memory",
-        },
-    )
-    return RoleRun(status=result.status, events=list(result.events))
+    return run_entries(tmp_path, "sglang_service", entries, extravars)
 
 
 def outcomes(run: RoleRun, task: str) -> list[str]:

@@ -10,11 +10,10 @@ import json
 import sys
 from pathlib import Path
 
-import ansible_runner
 import pytest
 from specgate_sim import testing
 
-from integration.preflight_runner import PROJECT_ROOT, VENV_BIN, RoleRun, run_on_ct200
+from integration.preflight_runner import RoleRun, run_entries, run_on_ct200
 
 pytestmark = pytest.mark.slow
 
@@ -70,33 +69,7 @@ def layout(tmp_path: Path, port: int, active: str, known_good: str, stored_speed
 
 def play(tmp_path: Path, name: str, entries: list[str], extravars: dict) -> RoleRun:
     """One play on localhost running spec_gate's entry points in order, as deploy.yml orders them."""
-    private = tmp_path / f"runner-{name}"
-    (private / "project").mkdir(parents=True)
-    (private / "inventory").mkdir()
-    (private / "inventory" / "hosts").write_text(
-        f"localhost ansible_connection=local ansible_python_interpreter={sys.executable}\n", encoding="utf-8"
-    )
-    tasks = [
-        {"name": f"spec_gate {entry}", "ansible.builtin.include_role": {"name": "spec_gate", "tasks_from": entry}}
-        for entry in entries
-    ]
-    (private / "project" / "play.yml").write_text(
-        json.dumps([{"name": "same conditions", "hosts": "localhost", "gather_facts": False, "tasks": tasks}])
-    )
-    (private / "env").mkdir()
-    (private / "env" / "extravars").write_text(json.dumps(extravars), encoding="utf-8")
-    result = ansible_runner.run(
-        private_data_dir=str(private),
-        playbook="play.yml",
-        quiet=True,
-        envvars={
-            "PATH": f"{VENV_BIN}:{Path(sys.executable).parent}:/usr/bin:/bin",
-            "ANSIBLE_CONFIG": str(PROJECT_ROOT / "ansible.cfg"),
-            "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-local"),
-            "ANSIBLE_FACT_CACHING": "memory",
-        },
-    )
-    return RoleRun(status=result.status, events=list(result.events))
+    return run_entries(tmp_path, "spec_gate", entries, extravars, private_name=f"runner-{name}")
 
 
 def host_vars(tmp_path: Path, base: Path, sim, release: str, known_good: str, **overrides) -> dict:

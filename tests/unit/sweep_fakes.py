@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 from ansible.module_utils.specgate.sweep.grid import Point, expand
-
-ROOT = Path(__file__).resolve().parents[2]
+from script_loader import load_script
 
 
 def bench_script():
-    spec = importlib.util.spec_from_file_location("bench_sweep_search", ROOT / "scripts" / "bench_sweep_search.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("bench_sweep_search", module)  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_sweep_search")
 
 
 def lattice() -> list[Point]:

@@ -3,19 +3,11 @@ and says whether the median meets the goal."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
+from script_loader import load_script
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_noop_redeploy", ROOT / "scripts" / "bench_noop_redeploy.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("bench_noop_redeploy", module)  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_noop_redeploy")
 
 
 def _event(kind: str, task: str, role: str = "", duration: float | None = None, **res) -> dict:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import yaml
 from ansible.module_utils.specgate.sweep.grid import expand
-from sweep_fakes import ROOT, bench_script
+from script_loader import ROOT
+from sweep_fakes import bench_script
 
 pytestmark = pytest.mark.slow
 

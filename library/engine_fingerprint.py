@@ -4,19 +4,9 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.specgate.env.engine_fingerprint import (
-    INVENTORY_SCRIPT,
-    applied_patches,
-    engine_content,
-    fingerprint,
-    installed_versions,
-    parse_inventory,
-    requested_versions,
-)
-from ansible.module_utils.specgate.env.venv_patches import load_state
+from ansible.module_utils.specgate.env.engine_fingerprint import inventory_engine
 
 DOCUMENTATION = r"""
 ---
@@ -123,32 +113,17 @@ ARGUMENT_SPEC = {
 def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
-    python = p["python"]
-    present = not python or os.path.exists(python)
-    inventory: dict = {}
-    if python and not present and not module.check_mode:
-        module.fail_json(msg=f"{python} does not exist: the venv to fingerprint was not installed")
-    if python and present:
-        rc, out, err = module.run_command([python, "-I", "-c", INVENTORY_SCRIPT])
-        if rc != 0:
-            module.fail_json(msg=f"{python} could not list its distributions: {(out + err).strip()}")
-        try:
-            inventory = parse_inventory(out)
-        except ValueError as exc:
-            module.fail_json(msg=str(exc))
-    state_dir = Path(p["patch_state_dir"]) if p["patch_state_dir"] else None
-    patches = applied_patches(load_state(state_dir)) if state_dir and state_dir.is_dir() else {}
-    files = {name: str(text) for name, text in p["files"].items()}
-    content = engine_content(inventory, patches, files, p["facts"], pending=p["pending"])
-    module.exit_json(
-        changed=False,
-        present=present,
-        fingerprint=fingerprint(content),
-        installed=installed_versions(inventory),
-        versions=requested_versions(inventory, p["names"]) if python and present else {},
-        patches=patches,
-        files=content["files"],
-    )
+    if p["python"] and not os.path.exists(p["python"]) and not module.check_mode:
+        module.fail_json(msg=f"{p['python']} does not exist: the venv to fingerprint was not installed")
+    try:
+        result = inventory_engine(
+            module.run_command,
+            p["python"],
+            **{key: p[key] for key in ("patch_state_dir", "names", "files", "facts", "pending")},
+        )
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(changed=False, **result)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 # Runs inside the inventoried interpreter (any Python >= 3.8): prints {normalized name: {name, version, files,
@@ -127,3 +127,43 @@ def fingerprint(content: Mapping[str, Any]) -> str:
     """A short stable hash of the content (key order does not matter)."""
     canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()[:FINGERPRINT_HEX]
+
+
+def inventory_engine(
+    run_command: Callable[[list[str]], tuple[int, str, str]],
+    python: str,
+    *,
+    patch_state_dir: str = "",
+    names: Iterable[str] = (),
+    files: Mapping[str, Any] | None = None,
+    facts: Mapping[str, Any] | None = None,
+    pending: bool = False,
+) -> dict[str, Any]:
+    """The engine_fingerprint module's result, read from the host: the venv's inventory (by its own interpreter),
+    the applied patches, the files' digests and the facts. A python that does not exist inventories nothing and
+    says present=false (the caller decides whether that is an error). Raises ValueError when the venv cannot say
+    what it holds."""
+    import os
+    from pathlib import Path
+
+    from ansible.module_utils.specgate.env.venv_patches import load_state
+
+    present = not python or os.path.exists(python)
+    inventory: dict[str, dict[str, Any]] = {}
+    if python and present:
+        rc, out, err = run_command([python, "-I", "-c", INVENTORY_SCRIPT])
+        if rc != 0:
+            raise ValueError(f"{python} could not list its distributions: {(out + err).strip()}")
+        inventory = parse_inventory(out)
+    state_dir = Path(patch_state_dir) if patch_state_dir else None
+    patches = applied_patches(load_state(state_dir)) if state_dir and state_dir.is_dir() else {}
+    content = engine_content(inventory, patches, {name: str(text) for name, text in (files or {}).items()}, facts,
+                             pending=pending)  # fmt: skip
+    return {
+        "present": present,
+        "fingerprint": fingerprint(content),
+        "installed": installed_versions(inventory),
+        "versions": requested_versions(inventory, names) if python and present else {},
+        "patches": patches,
+        "files": content["files"],
+    }

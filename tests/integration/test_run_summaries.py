@@ -45,13 +45,17 @@ def _summaries(tmp_path: Path, plays: list[tuple[str, dict]]) -> list[str]:
 def test_each_playbook_ends_with_its_own_block(tmp_path):
     verdict = {"decision": "promote", "phase": "Successful", "message": "", "markdown": "| metric |\n|---|",
                "reports": "reports/localhost/dflash-bs16-3f1c0a9e27"}
-    deploy, rollback, noop_rollback, sweep, stopped_sweep = _summaries(tmp_path, [
+    long_context = {"meaning": "tok/s at C=1, long prompts", "metric": "speed_c1_long", "name": "dflash-bs8",
+                    "release": "dflash-bs8-8d0b6c41a2", "value": 512.5}
+    deploy, rollback, noop_rollback, sweep, long_sweep, stopped_sweep = _summaries(tmp_path, [
         ("deploy", {"specgate_release": RELEASE, "specgate_verdict": verdict}),
         ("rollback", {"specgate_release": {**RELEASE, "active_id": "dflash-bs8-8d0b6c41a2",
                                            "previous_active_id": "dflash-bs16-3f1c0a9e27",
                                            "known_good_id": "dflash-bs8-8d0b6c41a2", "label": "dflash-bs8"}}),
         ("rollback", {"specgate_release": {**RELEASE, "previous_active_id": RELEASE["active_id"]}}),
         ("sweep", {"specgate_sweep": SWEEP, "specgate_release": {**RELEASE, "active_id": "dflash-bs8-8d0b6c41a2"}}),
+        ("sweep", {"specgate_sweep": {**SWEEP, "winners": {**WINNERS, "long_context": long_context}},
+                   "specgate_release": {**RELEASE, "active_id": "dflash-bs8-8d0b6c41a2"}}),
         ("sweep", {}),
     ])
     assert deploy.startswith("localhost: the candidate passed the gate: serving and known-good")
@@ -73,5 +77,16 @@ def test_each_playbook_ends_with_its_own_block(tmp_path):
         "  serving     dflash-bs8-8d0b6c41a2 (known-good restored)",
         "  report      reports/demo/sweeps/demo/sweep.md",
         "  deploy      ansible-playbook deploy.yml -l localhost -e @configs/profiles/dflash-bs8.yml",
+    ]
+    # A use case as long as the label column (long_context, 12 characters) once ran into its winner
+    # ("long_contextdflash-bs8"): the column widens to the longest label, the other labels with it.
+    assert long_sweep.splitlines() == [
+        "localhost: sweep demo: 2 of 3 config(s) measured, failed: crash",
+        "  latency       dflash-bs8 (speed_c1_short 673.04)",
+        "  throughput    no-spec (tok_s_cmax 2383.00)",
+        "  long_context  dflash-bs8 (speed_c1_long 512.50)",
+        "  serving       dflash-bs8-8d0b6c41a2 (known-good restored)",
+        "  report        reports/demo/sweeps/demo/sweep.md",
+        "  deploy        ansible-playbook deploy.yml -l localhost -e @configs/profiles/dflash-bs8.yml",
     ]
     assert stopped_sweep.startswith("localhost: the sweep stopped before its report")

@@ -64,6 +64,27 @@ def test_no_winner_when_every_config_failed_and_the_report_says_why():
         assert any(line.startswith(f"| {use_case}:") and line.endswith("| — | — | — |") for line in text.splitlines())
 
 
+def test_a_failed_rows_journal_stays_out_of_the_table_and_follows_it_whole():
+    # A crash on start fails with the journal's tail, one line per entry: in the cell it ended the table.
+    reason = ("Release r1 failed: sglang.service did not become ready: the unit is activating (auto-restart).\n"
+              "python[1]: torch.OutOfMemoryError: CUDA out of memory | FAULT\n"
+              "systemd[1]: sglang.service: Failed with result 'exit-code'. Rolled back: r0 serves again.")  # fmt: skip
+    rows = [failed_row("crash", "r1", reason), failed_row("oom", None, "CUDA out of memory | on GPU 0")]
+    text = sweep_markdown("s1", "ct200", rows, winners(rows))
+    table = [line for line in text.splitlines() if line.startswith("| crash |") or line.startswith("| oom |")]
+    assert table == [
+        "| crash | r1 | — | — | — | — | — | — | FAILED: Release r1 failed: sglang.service did not become ready: "
+        "the unit is activating (auto-restart). (the whole reason under Failed, below) |",
+        "| oom | — | — | — | — | — | — | — | FAILED: CUDA out of memory \\| on GPU 0 |",
+    ]
+    # Every line of the table section is a table row: nothing of the journal leaks between the rows.
+    config_table = "| config |" + text.split("| config |", 1)[1].split("\n\n", 1)[0]
+    assert all(line.startswith("|") for line in config_table.splitlines()), config_table
+    failed = text.split("## Failed\n", 1)[1]
+    assert failed.startswith("\n### crash\n\n```text\n" + reason + "\n```")
+    assert "### oom" not in failed, "a one-line reason is whole in its cell"
+
+
 def test_the_rows_that_stand_are_the_last_of_each_config_and_none_still_started():
     from ansible.module_utils.specgate.sweep.sweep_report import current_rows
 

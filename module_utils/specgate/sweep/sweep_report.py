@@ -137,6 +137,14 @@ def _num(value: float | None, digits: int = 1) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
+def _reason_cell(reason: object) -> str:
+    """A failed row's reason in its one table cell: the first line, pipes escaped. A reason over several lines (a
+    crash's journal tail) ended the table at its first newline and left the journal as loose text under it; the whole
+    reason follows the table (## Failed)."""
+    lines = str(reason).strip().splitlines() or [""]
+    return lines[0].replace("|", "\\|") + (" (the whole reason under Failed, below)" if len(lines) > 1 else "")
+
+
 def sweep_markdown(sweep_id: str, host: str, rows: Sequence[Mapping], best: Mapping[str, Mapping]) -> str:
     lines = [
         f"# Sweep {sweep_id} on {host}",
@@ -155,7 +163,9 @@ def sweep_markdown(sweep_id: str, host: str, rows: Sequence[Mapping], best: Mapp
     ]
     for r in rows:
         if r["failed"]:
-            lines.append(f"| {r['name']} | {r['release'] or '—'} | — | — | — | — | — | — | FAILED: {r['reason']} |")
+            lines.append(
+                f"| {r['name']} | {r['release'] or '—'} | — | — | — | — | — | — | FAILED: {_reason_cell(r['reason'])} |"
+            )
             continue
         rate = "—" if r["eval_pass_rate"] is None else f"{r['eval_pass_rate']:.0%}"
         lines.append(
@@ -163,7 +173,12 @@ def sweep_markdown(sweep_id: str, host: str, rows: Sequence[Mapping], best: Mapp
             f"| {_num(r['ttft_p50_ms_c1_short'])} | {_num(r['accept_long'], 2)} | {_num(r['tok_s_cmax'])} "
             f"| {rate} | ok |"
         )
-    return "\n".join(lines) + "\n"
+    long_reasons = [r for r in rows if r["failed"] and len(str(r["reason"]).strip().splitlines()) > 1]
+    if long_reasons:
+        lines += ["", "## Failed", ""]
+        for r in long_reasons:
+            lines += [f"### {r['name']}", "", "```text", str(r["reason"]).strip(), "```", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def _runs_of(row: Mapping, metric: str) -> list[float]:

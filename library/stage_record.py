@@ -25,7 +25,8 @@ module: stage_record
 short_description: Tell whether a provisioning stage has nothing to do, in one host call; record a full run
 description:
   - A no-op re-run is the common case, and each task of a stage is a host round trip. A full run of a stage ends
-    with I(state=present), which writes I(record) - a digest of I(inputs) and the fingerprint of what the run left.
+    with I(state=present), which writes I(record) - a digest of I(inputs) and I(installed_fingerprint), the
+    fingerprint the run already took of what it left (the venv is not read a second time).
   - With I(state=check) the module reads the record and the real state at once - the engine fingerprint
     (as engine_fingerprint computes it from I(fingerprint)), every path in I(paths) (kind, owner, group, mode,
     content), the accounts in I(users) and I(groups), the dpkg I(packages) - and returns C(converged=true) only when
@@ -51,10 +52,15 @@ options:
     required: true
   fingerprint:
     description: >-
-      engine_fingerprint's options (python, patch_state_dir, names, files, facts) for what the stage installs; its
-      result is returned, so the stage needs no separate fingerprint call when it has nothing to do.
+      With I(state=check), engine_fingerprint's options (python, patch_state_dir, names, files, facts) for what the
+      stage installs; its result is returned, so the stage needs no separate fingerprint call when it has nothing
+      to do.
     type: dict
     default: {}
+  installed_fingerprint:
+    description: With I(state=present), the fingerprint engine_fingerprint took of what the full run left.
+    type: str
+    default: ""
   paths:
     description: >-
       Paths the stage leaves - C(path), C(state) (file, directory or link), C(owner), C(group), C(mode) and for a
@@ -98,8 +104,7 @@ EXAMPLES = r"""
     record: /opt/specgate/cuda/.specgate-stage.json
     state: present
     inputs: "{{ {'vars': cuda_toolkit_vars, 'plan': plan} }}"
-    fingerprint:
-      python: /opt/specgate/cuda/venv/bin/python
+    installed_fingerprint: "{{ __cuda_toolkit_fingerprint.fingerprint }}"
 """
 
 RETURN = r"""
@@ -116,23 +121,23 @@ differences:
   sample: ["/etc/specgate/cuda.env differs from what the stage writes"]
 present:
   description: Whether the fingerprinted interpreter exists (engine_fingerprint's field).
-  returned: always
+  returned: when state is check
   type: bool
 fingerprint:
-  description: engine_fingerprint's fingerprint of the installed state.
+  description: engine_fingerprint's fingerprint of the installed state (with I(state=present), the one recorded).
   returned: always
   type: str
 installed:
   description: engine_fingerprint's installed distributions.
-  returned: always
+  returned: when state is check
   type: dict
 versions:
   description: engine_fingerprint's requested versions.
-  returned: always
+  returned: when state is check
   type: dict
 patches:
   description: engine_fingerprint's applied patches.
-  returned: always
+  returned: when state is check
   type: dict
 """
 
@@ -141,6 +146,7 @@ ARGUMENT_SPEC = {
     "state": {"type": "str", "choices": ["check", "present"], "default": "check"},
     "inputs": {"type": "raw", "required": True},
     "fingerprint": {"type": "dict", "default": {}},
+    "installed_fingerprint": {"type": "str", "default": ""},
     "paths": {"type": "list", "elements": "dict", "default": []},
     "users": {"type": "list", "elements": "dict", "default": []},
     "groups": {"type": "list", "elements": "str", "default": []},
@@ -179,22 +185,23 @@ def write_record(module: AnsibleModule, path: str, text: str) -> None:
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True,
+                           required_if=[("state", "present", ["installed_fingerprint"])])  # fmt: skip
     p = module.params
+    digest = inputs_digest(p["inputs"])
+    recorded = read_record(p["record"])
+    if p["state"] == "present":
+        text = record_text(digest, p["installed_fingerprint"])
+        changed = recorded != text
+        if changed and not module.check_mode:
+            write_record(module, p["record"], text)
+        module.exit_json(changed=changed, converged=not changed, differences=[], fingerprint=p["installed_fingerprint"])
     options = {key: p["fingerprint"][key] for key in ("patch_state_dir", "names", "files", "facts")
                if p["fingerprint"].get(key) is not None}  # fmt: skip
     try:
         engine = inventory_engine(module.run_command, p["fingerprint"].get("python") or "", **options)
     except ValueError as exc:
         module.fail_json(msg=str(exc))
-    digest = inputs_digest({"inputs": p["inputs"]})
-    recorded = read_record(p["record"])
-    if p["state"] == "present":
-        text = record_text(digest, engine["fingerprint"])
-        changed = recorded != text
-        if changed and not module.check_mode:
-            write_record(module, p["record"], text)
-        module.exit_json(changed=changed, converged=not changed, differences=[], **engine)
     python = p["fingerprint"].get("python") or ""
     differences = [f"{python} is missing"] if not engine["present"] else []
     differences += record_differences(recorded, digest, engine["fingerprint"]) + state_differences(module)

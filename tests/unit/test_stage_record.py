@@ -113,14 +113,16 @@ def test_module_records_a_full_run_then_sees_it_converged_until_the_host_drifts(
     assert first["converged"] is False
     assert first["differences"] == ["no record of a full run (first run, or one that did not finish)"]
 
-    dry = run_module(capsys, check_mode=True, state="present", **common)
+    # A full run records the fingerprint it took itself (engine_fingerprint's, the same as the check's).
+    taken = first["fingerprint"]
+    dry = run_module(capsys, check_mode=True, state="present", installed_fingerprint=taken, **common)
     assert dry["changed"] is True
     assert not os.path.exists(record)  # check mode writes nothing
 
-    written = run_module(capsys, state="present", **common)
+    written = run_module(capsys, state="present", installed_fingerprint=taken, **common)
     assert written["changed"] is True
     assert oct(os.stat(record).st_mode & 0o777) == "0o644"
-    assert run_module(capsys, state="present", **common)["changed"] is False
+    assert run_module(capsys, state="present", installed_fingerprint=taken, **common)["changed"] is False
 
     again = run_module(capsys, **common)
     assert (again["converged"], again["differences"]) == (True, [])
@@ -144,7 +146,7 @@ def test_module_records_a_full_run_then_sees_it_converged_until_the_host_drifts(
 def test_module_reports_a_missing_interpreter_and_a_missing_package(tmp_path, capsys):
     common = {"record": str(tmp_path / "r.json"), "inputs": {}, "fingerprint": {"python": str(tmp_path / "py")},
               "packages": ["specgate-no-such-package=1.0"]}  # fmt: skip
-    run_module(capsys, state="present", **common)
+    run_module(capsys, state="present", installed_fingerprint=run_module(capsys, **common)["fingerprint"], **common)
     result = run_module(capsys, **common)
     assert result["converged"] is False
     assert result["present"] is False

@@ -13,9 +13,11 @@ The record never stands in for the state: it only says which inputs produced the
 
 from __future__ import annotations
 
+import grp
 import hashlib
 import json
 import os
+import pwd
 import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -24,7 +26,7 @@ from typing import Any
 RECORD_VERSION = 1
 
 
-def inputs_digest(inputs: Mapping[str, Any]) -> str:
+def inputs_digest(inputs: Any) -> str:
     """sha256 of the inputs as canonical JSON (sorted keys; values JSON cannot hold are spelled by str())."""
     return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -71,9 +73,6 @@ def _name(lookup, ident: int) -> str:
 
 def observe(path: str, want_content: bool) -> Observed:
     """lstat the path; a regular file's sha256 only when the caller compares content."""
-    import grp
-    import pwd
-
     try:
         info = os.lstat(path)
     except FileNotFoundError:
@@ -113,9 +112,6 @@ def path_differences(expected: Mapping[str, Any], seen: Observed) -> list[str]:
 
 def account_differences(users: Iterable[Mapping[str, Any]], groups: Iterable[str]) -> list[str]:
     """Service accounts as the stage creates them: the group exists; the user exists with its group, shell, home."""
-    import grp
-    import pwd
-
     found = []
     for name in groups:
         try:

@@ -14,9 +14,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
+
+from ansible.module_utils.specgate.env.venv_patches import load_state
 
 # Runs inside the inventoried interpreter (any Python >= 3.8): prints {normalized name: {name, version, files,
 # source}} for every distribution on its sys.path, the first of a name winning as it does for imports.
@@ -143,11 +147,6 @@ def inventory_engine(
     the applied patches, the files' digests and the facts. A python that does not exist inventories nothing and
     says present=false (the caller decides whether that is an error). Raises ValueError when the venv cannot say
     what it holds."""
-    import os
-    from pathlib import Path
-
-    from ansible.module_utils.specgate.env.venv_patches import load_state
-
     present = not python or os.path.exists(python)
     inventory: dict[str, dict[str, Any]] = {}
     if python and present:

@@ -86,37 +86,43 @@ def _deploy_play() -> dict:
     return next(p for p in _plays() if p["hosts"] == "sglang_hosts" and "serial" in p)
 
 
-def test_root_deploy_imports_the_playbook_that_runs_the_six_stages_in_order() -> None:
+def _before(stages: list[tuple[str, str]], first: tuple[str, str], then: tuple[str, str]) -> bool:
+    """Whether `first` runs before `then` (each at its first appearance)."""
+    return stages.index(first) < stages.index(then)
+
+
+def test_root_deploy_runs_the_stages_in_the_order_the_data_flow_needs() -> None:
+    """The ordering rules a composition must keep, not a listing of today's tasks: a new entry point that keeps them
+    passes, one that changes the host before a refusal or restarts a replica the router still sends to fails."""
     root = yaml.safe_load((ROOT / "deploy.yml").read_text())
     assert [p.get("ansible.builtin.import_playbook") for p in root] == ["playbooks/deploy.yml"]
     # The rollout's plan first (before any host changes), the hosts in batches, the router last.
     plan, play, router = _plays()
-    assert _stages(plan) == [("fleet_rollout", "plan")]
+    assert all(role == "fleet_rollout" for role, _ in _stages(plan))
     assert plan["gather_facts"] is False
     assert "specgate_rollout.serial" in play["serial"]
     assert (router["hosts"], _stages(router)) == ("sglang_routers", [("sglang_router", "main")])
     assert "roles" not in play, "every stage is an import_role task, in the order tasks run"
-    # Every stage's validate entry point runs right after preflight, in the data flow's order, before any stage
-    # changes the host; then the change lock is taken, and what a dead run left unfinished is settled, before the
-    # first stage that changes it.
-    assert _without_renewals(_stages(play)) == [
-        ("preflight", "main"),
-        *((s, "validate") for s in STAGES[1:]),
-        LOCK,
-        ("spec_gate", "unsettled"),
-        *((s, "main") for s in STAGES[1:4]),
-        # Whether the release switches: the router leave and the known-good reference are only for a switch.
-        ("sglang_service", "candidate"),
-        # Out of the router (when the release changes) before anything measures or restarts the replica.
-        ("fleet_rollout", "leave"),
-        # The known-good release measured on the regression cell while it still serves, beside the candidate's cell.
-        ("spec_gate", "reference"),
-        *((s, "main") for s in STAGES[4:]),
-        UNLOCK,
-        # Back into the router whatever the gate decided, then the host's row and the batch's go/no-go.
-        ("fleet_rollout", "rejoin"),
-        ("fleet_rollout", "finish"),
-    ]
+    stages = _stages(play)
+    assert stages[0] == ("preflight", "main")
+    changing = [s for s in stages if s[1] not in ("validate", "lock", "unlock") and s != ("preflight", "main")]
+    for stage in STAGES[1:]:
+        # Every refusal before the first change: each stage's validate entry point runs before the change lock.
+        assert _before(stages, (stage, "validate"), LOCK), f"{stage} validates after the lock is taken"
+        assert _before(stages, LOCK, (stage, "main")), f"{stage} changes the host without the change lock"
+    assert all(_before(stages, LOCK, s) for s in changing), "a stage runs before the change lock"
+    # What a dead run left unfinished is settled before the first stage that changes the host.
+    assert _before(stages, ("spec_gate", "unsettled"), (STAGES[1], "main"))
+    # The data flow: each stage's main after the one it consumes.
+    assert [s for s in stages if s in {(name, "main") for name in STAGES[1:]}] == [(n, "main") for n in STAGES[1:]]
+    # Out of the router, and the known-good reference measured while it still serves, before the replica restarts;
+    # both only once the candidate (whether the release switches) is known.
+    for step in (("fleet_rollout", "leave"), ("spec_gate", "reference")):
+        assert _before(stages, ("sglang_service", "candidate"), step)
+        assert _before(stages, step, ("sglang_service", "main")), f"{step} after the restart"
+    # Back into the router and the batch's go/no-go only after the lock is released, whatever the gate decided.
+    assert stages.index(("fleet_rollout", "rejoin")) > len(stages) - 1 - stages[::-1].index(UNLOCK)
+    assert _before(stages, ("fleet_rollout", "rejoin"), ("fleet_rollout", "finish"))
     service = next(t for t in _tasks(play["tasks"]) if t["ansible.builtin.import_role"] == {"name": "sglang_service"})
     assert service["vars"]["sglang_service_promote_on_success"] is False, "the gate, not the service, promotes"
 
@@ -147,14 +153,13 @@ def test_the_change_lock_is_released_on_every_exit_and_renewed_before_each_long_
 def test_sweep_validates_and_provisions_like_deploy_then_sweeps() -> None:
     deploy = _deploy_play()
     sweep = yaml.safe_load((ROOT / "playbooks" / "sweep.yml").read_text())[0]
-    # deploy.yml's six validate entry points, the sweep's own, then deploy.yml's lock, settling and provisioning.
-    assert _without_renewals(_stages(sweep)) == [
-        *_without_renewals(_stages(deploy))[:6],
-        ("spec_sweep", "validate"),
-        *_without_renewals(_stages(deploy))[6:11],
-        ("spec_sweep", "main"),
-        UNLOCK,
-    ]
+    # deploy.yml's path up to the last provisioning stage (its validate entry points, the sweep's own after them, the
+    # lock, the settling, the provisioning), then the sweep in place of the service and the gate.
+    shared = _without_renewals(_stages(deploy))
+    shared = shared[: shared.index(("model_weights", "main")) + 1]
+    last_validate = max(i for i, s in enumerate(shared) if s[1] == "validate")
+    expected = [*shared[: last_validate + 1], ("spec_sweep", "validate"), *shared[last_validate + 1 :]]
+    assert _without_renewals(_stages(sweep)) == [*expected, ("spec_sweep", "main"), UNLOCK]
     # No feed file: each stage validates its own variables, no copy of them is passed around.
     assert "vars_files" not in sweep
     assert "vars_files" not in deploy

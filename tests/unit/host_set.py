@@ -17,7 +17,6 @@ UNIT = Path(__file__).resolve().parent
 CONTROLLER_ONLY = {
     "test_bench_noop_redeploy": "scripts/bench_noop_redeploy.py runs on the controller (ansible-runner)",
     "test_debian_mirror": "scripts/debian_mirror.py runs on the controller",
-    "test_fleet_module_docs": "runs the controller's ansible-doc",
     "test_install_collections": "scripts/install_collections.py runs on the controller",
     "test_node_group": "drives the sglang_nodes filter plugin (controller-side, needs ansible.errors)",
     "test_node_topology": "drives the sglang_nodes filter plugin (controller-side, needs ansible.errors)",
@@ -27,7 +26,7 @@ CONTROLLER_ONLY = {
     "test_sglang_config_filter": "a filter plugin: controller-side, needs ansible.errors",
     "test_sglang_release_filters": "a filter plugin: controller-side, needs ansible.errors",
     "test_sglang_resolve": "its fixtures come from specgate_sim.fixtures (numpy, safetensors, tokenizers)",
-    "test_sglang_service_module_docs": "runs the controller's ansible-doc",
+    "test_module_docs": "runs the controller's ansible-doc over library/",
     "test_spec_gate_accept_ceiling": "a filter plugin: controller-side, judged in the settings check",
     "test_shipped_configs": "validates configs/, which the controller renders",
     "test_sglang_flags_contract": "reads roles/ YAML",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -13,8 +14,12 @@ from ansible.module_utils.specgate.service.sglang_flags import (
     SUPPORTED_VERSIONS,
     server_config,
 )
+from ansible.module_utils.specgate.weights.drafter_facts import dflash_value
+from specgate_sim.fixtures import fixture_repos
 
-CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+ROOT = Path(__file__).resolve().parents[2]
+CONFIGS = ROOT / "configs"
+DEMO_MODEL_VARS = ROOT / "inventory" / "demo" / "group_vars" / "sglang_hosts" / "model.yml"
 PROFILES = sorted((CONFIGS / "profiles").glob("*.yml"))
 PRESETS = sorted((CONFIGS / "presets").glob("*.yml"))
 DEPLOYMENT_VARS = {f"sglang_service_{key}" for key in DEPLOYMENT_KEYS}
@@ -32,12 +37,13 @@ def deployment(*paths: Path) -> dict:
     return merged
 
 
-def test_the_shipped_set_is_the_documented_set():
-    assert [p.stem for p in PROFILES] == ["bs16-b32-t8", "bs8-b4-t4", "bs8-b8-t4", "dflash-bs16", "dflash-bs8",
-                                          "no-spec"]
-    assert [p.stem for p in PRESETS] == ["b300-tp8", "ct200-ep8"]
+def test_every_shipped_file_is_documented_and_every_documented_file_is_shipped():
     table = (CONFIGS / "README.md").read_text()
-    assert set(re.findall(r"^\| `profiles/([a-z0-9-]+)\.yml`", table, re.M)) == {p.stem for p in PROFILES}
+    documented = set(re.findall(r"^\| `((?:profiles|presets)/[a-z0-9-]+\.yml)`", table, re.M))
+    shipped = {str(p.relative_to(CONFIGS)) for p in PROFILES + PRESETS}
+    assert PROFILES, "configs/profiles/ ships no profile"
+    assert PRESETS, "configs/presets/ ships no preset"
+    assert documented == shipped, f"undocumented: {sorted(shipped - documented)}, gone: {sorted(documented - shipped)}"
 
 
 @pytest.mark.parametrize("path", PROFILES + PRESETS, ids=lambda p: p.name)
@@ -48,13 +54,24 @@ def test_files_set_only_deployment_variables(path):
     assert not unknown, f"{path.name} sets variables the renderer does not know: {sorted(unknown)}"
 
 
+@pytest.fixture(scope="module")
+def demo_drafters(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    """The demo inventory's drafter catalog: entry name -> the config.json its fixture repo serves."""
+    catalog = load(DEMO_MODEL_VARS)["model_weights_drafters"]
+    repos = fixture_repos(tmp_path_factory.mktemp("fixtures"))
+    return {name: json.loads(repos[entry["repo"]][1][-1].files["config.json"]) for name, entry in catalog.items()}
+
+
 @pytest.mark.parametrize("path", PROFILES, ids=lambda p: p.stem)
-def test_a_profile_names_the_drafter_trained_for_its_block_size(path):
+def test_a_profile_serves_a_drafter_trained_for_its_block_size(path, demo_drafters):
+    """What a profile swap fetches on the demo: its drafter's config.json says the block size the profile serves."""
     values = load(path)
     if values["sglang_service_algorithm"] == "none":
         assert values["model_weights_drafter"] == "none"
-    else:
-        assert values["model_weights_drafter"] == f"dflash-b{values['sglang_service_block_size']}"
+        return
+    drafter = values["model_weights_drafter"]
+    assert drafter in demo_drafters, f"{path.name} names {drafter}, which the demo's model_weights_drafters lacks"
+    assert dflash_value(demo_drafters[drafter], "block_size") == values["sglang_service_block_size"]
 
 
 @pytest.mark.parametrize("path", PROFILES, ids=lambda p: p.stem)
@@ -73,11 +90,6 @@ def test_every_profile_and_preset_renders_for_every_supported_version(profile, p
     config = server_config(values, target)
     assert config["tp-size"] == 8
     assert config.get("speculative-dflash-block-size") == values["block_size"]
-
-
-def test_readme_documents_exactly_the_deployment_variables():
-    documented = set(re.findall(r"^\| `(sglang_service_[a-z0-9_]+)`", (CONFIGS / "README.md").read_text(), re.M))
-    assert documented == DEPLOYMENT_VARS
 
 
 def test_the_configs_readme_documents_exactly_the_deployment_variables():

@@ -27,7 +27,7 @@ _PROJECT_MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_uti
 if _PROJECT_MODULE_UTILS not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(_PROJECT_MODULE_UTILS)
 
-from ansible.module_utils.specgate.common.progress import progress_line  # noqa: E402 - path set above
+from ansible.module_utils.specgate.common.progress import poll_delays, progress_line  # noqa: E402 - path set above
 from ansible.module_utils.specgate.service.node_signals import (  # noqa: E402 - path set above
     FAILED,
     READY,
@@ -74,6 +74,7 @@ class ActionModule(ActionBase):
         label = args.get("label") or "engine"
         last_line = None
         started = time.monotonic()
+        delays = poll_delays(self._interval)
         while True:
             status = self._execute_module(module_name="ansible.legacy.async_status",
                                           module_args={"jid": jid, "_async_dir": async_dir}, task_vars=self._vars)
@@ -99,7 +100,7 @@ class ActionModule(ActionBase):
                                                module_args={"src": args["progress_file"]}, task_vars=self._vars)
                 last_line = progress_line(slurped) or last_line
             display.display(f"  [{self._host}] {last_line or f'{label}: starting'}")
-            time.sleep(self._interval)
+            time.sleep(next(delays))
 
     def _node_state(self, args: dict, journal: bool) -> dict:
         module_args = {"unit": args["unit"], "baseline_restarts": int(args.get("baseline_restarts") or 0),
@@ -111,6 +112,7 @@ class ActionModule(ActionBase):
     def _follow(self, args: dict) -> dict:
         if not args.get("unit"):
             raise AnsibleActionFail("sglang_service_follow_nodes on a follower needs unit")
+        delays = poll_delays(self._interval)
         while True:
             state = self._node_state(args, journal=False)
             if state.get("failed"):
@@ -131,4 +133,4 @@ class ActionModule(ActionBase):
                 message = "rank 0 never reported the restart's end"
                 self._signal(FAILED, message)
                 return {"outcome": FAILED, "message": message}
-            time.sleep(self._interval)
+            time.sleep(next(delays))

@@ -23,7 +23,7 @@ _PROJECT_MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_uti
 if _PROJECT_MODULE_UTILS not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(_PROJECT_MODULE_UTILS)
 
-from ansible.module_utils.specgate.common.progress import progress_line  # noqa: E402 - path set above
+from ansible.module_utils.specgate.common.progress import poll_delays, progress_line  # noqa: E402 - path set above
 
 display = Display()
 
@@ -46,6 +46,7 @@ class ActionModule(ActionBase):
         # As ansible.builtin.async_status's own action does: the job file lives in the shell's async_dir.
         async_dir = self._remote_expand_user(self.get_shell_option("async_dir", default="~/.ansible_async"))
         started = time.monotonic()
+        delays = poll_delays(interval)
         polls = 0
         last_line = None
         while True:
@@ -65,7 +66,7 @@ class ActionModule(ActionBase):
                                                module_args={"src": progress_file}, task_vars=task_vars)
                 last_line = progress_line(slurped) or last_line
             display.display(f"  [{host}] {last_line or f'{label}: starting'}")
-            time.sleep(interval)
+            time.sleep(next(delays))
         # The job's own result (changed, msg, its return values) is this task's result, as with async_status.
         status.pop("invocation", None)
         result.update(status)

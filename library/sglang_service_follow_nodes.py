@@ -64,7 +64,9 @@ options:
     type: list
     elements: str
   poll_interval:
-    description: Seconds between polls.
+    description: >-
+      Most seconds between polls; the first polls come sooner (0.5 s, doubling up to this), so a short job is seen
+      ending within a second.
     type: float
     default: 5
   timeout:

@@ -25,7 +25,9 @@ options:
     description: Path on the host of the job's progress report; without it, only the polls are shown.
     type: path
   poll_interval:
-    description: Seconds between polls.
+    description: >-
+      Most seconds between polls; the first polls come sooner (0.5 s, doubling up to this), so a short job is seen
+      ending within a second.
     type: float
     default: 15
   timeout:

@@ -6,7 +6,9 @@ keeps its passing record; an acceptance threshold no run can reach is refused be
 from __future__ import annotations
 
 import getpass
+import grp
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -30,7 +32,9 @@ MATRIX = {
     "spec_gate_bench_eval": False,
     "spec_gate_min_accept_length": None,
     "spec_gate_min_correctness": None,
-    "spec_gate_max_regression": 0.1,
+    # Wide enough for a 2-core machine at load 8 (the same server measured twice differs by up to ~15 % there), narrow
+    # enough that the cases' stored references (1.5x and 10x the live speed: ratios 0.67 and 0.1) still fail it.
+    "spec_gate_max_regression": 0.25,
     "spec_gate_regression_cell": CELL,
     "spec_gate_runs": 2,
     "spec_gate_max_runs": 4,
@@ -79,6 +83,7 @@ def host_vars(tmp_path: Path, base: Path, sim, release: str, known_good: str, **
             "python": sys.executable,
             "base_dir": str(base),
             "user": getpass.getuser(),
+            "group": grp.getgrgid(os.getgid()).gr_name,
             "cache_dir": str(tmp_path / "cache"),
         },
         "specgate_release": {

@@ -12,7 +12,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 
@@ -25,6 +25,22 @@ def progress_line(slurped: dict) -> str | None:
         return json.loads(base64.b64decode(slurped["content"]))["line"]
     except (ValueError, KeyError, TypeError):  # a report caught mid-write or of another shape: skip this round
         return None
+
+
+# The first wait of a follow: a job that ends within a second is seen within a second, not a whole interval later.
+FIRST_POLL_S = 0.5
+
+
+def poll_delays(interval: float, first: float = FIRST_POLL_S) -> Iterator[float]:
+    """The waits between a follow's polls: doubling from `first` up to `interval`, then `interval` for good.
+
+    A follow that slept its whole interval before the first look made every short job (an engine load of seconds, one
+    benchmark run) last a multiple of the interval; the doubling keeps a long job's polls as sparse as the interval
+    says (a 550 GB download polls at most log2(interval / first) more times than before)."""
+    delay = min(first, interval)
+    while True:
+        yield delay
+        delay = min(delay * 2, interval)
 
 
 def format_duration(seconds: float) -> str:

@@ -134,7 +134,11 @@ def test_a_passing_configuration_reaches_the_fleet_one_batch_at_a_time_without_a
         # A bake too: each replica becomes known-good only after the client's live traffic proved it.
         run = rollout(tmp_path, {"sglang_service_extra_env": {**SIM_ENV, "SPECGATE_SIM_SEED": "11"},
                                  "fleet_rollout_bake_seconds": 9, "fleet_rollout_bake_interval": 3})
-        time.sleep(3)  # requests keep flowing after the last replica is back
+        # Requests keep flowing after the last replica is back: a few more answered (not a fixed sleep).
+        answered = client.ok + len(client.failed)
+        deadline = time.monotonic() + 30
+        while client.ok + len(client.failed) < answered + 5 and time.monotonic() < deadline:
+            time.sleep(0.1)
     assert run.status == "successful", failure_messages(run)
     assert client.failed == [], client.failed[:5]
     assert client.ok > 20

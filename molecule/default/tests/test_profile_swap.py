@@ -57,8 +57,8 @@ def test_swapping_to_the_block_16_profile_fetches_and_serves_its_drafter_then_ba
         # The swap's gate needs its verdict, not the demo's 24 cells: the acceptance set, the eval and the regression
         # cell (2 cells), as molecule/fleet's replicas run it.
         swap = _deploy(tmp_path / "swap", "dflash-bs16.yml", spec_gate_max_regression=0.25,
-                       spec_gate_bench_sets=["code", "chat"], spec_gate_bench_contexts=[{"name": "short", "tokens": 128}],
-                       spec_gate_bench_concurrency=[1])
+                       spec_gate_bench_sets=["code", "chat"], spec_gate_bench_concurrency=[1],
+                       spec_gate_bench_contexts=[{"name": "short", "tokens": 128}])
         assert swap.status == "successful", _failures(swap)
         assert host.file(f"{B16_DRAFTER}/.specgate-manifest.json").exists, "the block-16 drafter was fetched"
         served = _served(host)

@@ -207,8 +207,9 @@ def test_metrics_has_help_and_type_for_every_family_and_no_created_samples(serve
 def test_v1_loads_and_metrics_agree_while_busy_and_both_fall_to_zero_once_drained(
     served: testing.SimProcess,
 ) -> None:
-    # three long requests on two slots: two run, one waits
-    threads = [threading.Thread(target=_generate, args=(served, 800, str(i))) for i in range(3)]
+    # three long requests on two slots: two run, one waits. Long enough (a few seconds of simulated decode) that the
+    # window in which all three are in flight outlasts a slow start of the third on a machine at load 8.
+    threads = [threading.Thread(target=_generate, args=(served, 2000, str(i))) for i in range(3)]
     for t in threads:
         t.start()
     seen: set[tuple[int, int]] = set()
@@ -231,7 +232,7 @@ def test_v1_loads_and_metrics_agree_while_busy_and_both_fall_to_zero_once_draine
     finally:
         for t in threads:
             t.join(60)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         (load,) = _loads(served).json()["loads"]
         if (load["num_running_reqs"], load["num_waiting_reqs"]) == (0, 0):

@@ -54,8 +54,8 @@ def test_swapping_to_the_block_16_profile_fetches_and_serves_its_drafter_then_ba
         # inside the noise of the demo's 10 % regression bound: this test is about the drafter a profile brings, so
         # the bound is widened for the swap rather than leaving the verdict to chance. The way back runs with the
         # standing thresholds, so its gate record is what the later checks (test_stage_tags) find settled.
-        # The swap's gate needs its verdict, not the demo's 24-cell benchmark: the acceptance set, the eval, the regression
-        # cell (2 cells), as molecule/fleet's replicas run it.
+        # The swap's gate needs its verdict, not the demo's 24-cell benchmark: the acceptance set, the eval, the
+        # regression cell (2 cells), as molecule/fleet's replicas run it.
         swap = _deploy(tmp_path / "swap", "dflash-bs16.yml", spec_gate_max_regression=0.25,
                        spec_gate_bench_sets=["code", "chat"], spec_gate_bench_concurrency=[1],
                        spec_gate_bench_contexts=[{"name": "short", "tokens": 128}])

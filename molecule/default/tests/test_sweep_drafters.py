@@ -73,9 +73,9 @@ def sweep(host, tmp_path_factory):
             "spec_sweep_id": SWEEP_ID,
             "spec_sweep_grid": GRID,
             "spec_sweep_reports_dir": str(reports),
-            # Each point's row and every use case's winner need a measured cell, not the demo's 24-cell benchmark: the acceptance
-            # set and the regression cell (the summary reads the shortest context and the lowest and highest
-            # concurrency of what ran).
+            # Each point's row and every use case's winner need measured cells, not the demo's 24-cell benchmark:
+            # the acceptance set and the regression cell (the summary reads the shortest context and the lowest and
+            # highest concurrency of what ran).
             "spec_gate_bench_sets": ["code", "chat"],
             "spec_gate_bench_contexts": [{"name": "short", "tokens": 128}],
             "spec_gate_bench_concurrency": [1],

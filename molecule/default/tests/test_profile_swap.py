@@ -20,6 +20,10 @@ SCENARIO = Path(os.environ["MOLECULE_SCENARIO_DIRECTORY"])
 B16_DRAFTER = "/models/specgate-fixtures/kimi-k26-dflash-b16"
 B8_DRAFTER = "/models/specgate-fixtures/kimi-k26-dflash-b8"
 SUMMARY = "Summary - what this run left on the host"
+# Each swap's gate needs its verdict, not the demo's 24-cell benchmark: the acceptance set, the eval and the regression
+# cell (2 cells), as molecule/fleet's replicas run it. The thresholds stay the run's own (what settles a release).
+VERDICT_CELLS = {"spec_gate_bench_sets": ["code", "chat"], "spec_gate_bench_concurrency": [1],
+                 "spec_gate_bench_contexts": [{"name": "short", "tokens": 128}]}
 
 
 def _deploy(tmp_path: Path, profile: str, **extra) -> ansible_runner.Runner:
@@ -54,11 +58,7 @@ def test_swapping_to_the_block_16_profile_fetches_and_serves_its_drafter_then_ba
         # inside the noise of the demo's 10 % regression bound: this test is about the drafter a profile brings, so
         # the bound is widened for the swap rather than leaving the verdict to chance. The way back runs with the
         # standing thresholds, so its gate record is what the later checks (test_stage_tags) find settled.
-        # The swap's gate needs its verdict, not the demo's 24-cell benchmark: the acceptance set, the eval, the
-        # regression cell (2 cells), as molecule/fleet's replicas run it.
-        swap = _deploy(tmp_path / "swap", "dflash-bs16.yml", spec_gate_max_regression=0.25,
-                       spec_gate_bench_sets=["code", "chat"], spec_gate_bench_concurrency=[1],
-                       spec_gate_bench_contexts=[{"name": "short", "tokens": 128}])
+        swap = _deploy(tmp_path / "swap", "dflash-bs16.yml", spec_gate_max_regression=0.25, **VERDICT_CELLS)
         assert swap.status == "successful", _failures(swap)
         assert host.file(f"{B16_DRAFTER}/.specgate-manifest.json").exists, "the block-16 drafter was fetched"
         served = _served(host)
@@ -72,6 +72,6 @@ def test_swapping_to_the_block_16_profile_fetches_and_serves_its_drafter_then_ba
         assert served["speculative-dflash-block-size"] == 16
         assert host.service("sglang").is_running
     finally:
-        back = _deploy(tmp_path / "back", "dflash-bs8.yml")
+        back = _deploy(tmp_path / "back", "dflash-bs8.yml", **VERDICT_CELLS)
     assert back.status == "successful", _failures(back)
     assert _served(host)["speculative-draft-model-path"] == B8_DRAFTER

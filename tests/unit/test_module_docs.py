@@ -17,8 +17,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 ANSIBLE_DOC = Path(sys.executable).parent / "ansible-doc"
 MODULES = sorted(p.stem for p in (ROOT / "library").glob("*.py"))
-# Action plugins have a documentation stub in library/ and no AnsibleModule of their own: their options are
-# compared with the action's _VALID_ARGS below.
+# Action plugins keep their DOCUMENTATION in a same-named file in library/ (Ansible's convention) and have no
+# AnsibleModule of their own: their options are compared with the action's _VALID_ARGS below.
 ACTIONS = sorted(p.stem for p in (ROOT / "action_plugins").glob("*.py"))
 
 
@@ -78,7 +78,7 @@ def test_a_module_documents_exactly_the_argument_spec_it_enforces(module, render
 
 @pytest.mark.parametrize("action", ACTIONS)
 def test_an_action_documents_exactly_the_arguments_it_accepts(action, rendered):
-    assert action in rendered, f"action {action} has no documentation stub in library/"
+    assert action in rendered, f"action {action} has no DOCUMENTATION file in library/"
     spec = importlib.util.spec_from_file_location(f"specgate_action_{action}", ROOT / "action_plugins" / f"{action}.py")
     assert spec is not None
     assert spec.loader is not None

@@ -6,7 +6,9 @@ chain either, so specgate ships packages to hosts as a directory of wheels that 
 with `--no-index --find-links`. Wheels are fetched for the *host's* interpreter (Debian 12: CPython
 3.11, manylinux x86_64), not the controller's. The sim package is built from sim/ when asked for.
 A wheelhouse whose inputs did not change is reused as is (stamp file), so repeated runs are instant. Builders of
-one wheelhouse take turns (a lock beside it): molecule scenarios in parallel lanes share theirs.
+one wheelhouse take turns (a lock beside it): molecule scenarios in parallel lanes share theirs. Builders of different
+wheelhouses run side by side, so each builds the sim from its own copy of sim/ (setuptools writes build/ and *.egg-info
+into the tree it builds; two builds in one tree break each other).
 
     scripts/build_wheelhouse.py --out .cache/wheelhouse/sim --with-sim aiohttp==3.13.2 ...
 """
@@ -16,8 +18,10 @@ from __future__ import annotations
 import argparse
 import fcntl
 import hashlib
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,6 +38,16 @@ def sim_source_digest() -> str:
         digest.update(str(path.relative_to(ROOT)).encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+def build_sim_wheel(out: Path) -> None:
+    """Build the specgate-sim wheel into ``out`` from a private copy of its sources (never in the shared tree)."""
+    with tempfile.TemporaryDirectory(prefix="specgate-sim-build-") as scratch:
+        source = Path(scratch) / "sim"
+        shutil.copytree(ROOT / "sim", source,
+                        ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "tests", ".pytest_cache"))
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                        "-w", str(out), str(source)], check=True)
 
 
 def main() -> int:
@@ -66,8 +80,7 @@ def build(args: argparse.Namespace, stamp: str) -> int:
 
     wanted = list(args.requirements)
     if args.with_sim:
-        subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                        "-w", str(args.out), str(ROOT / "sim")], check=True)
+        build_sim_wheel(args.out)
         sim_meta = next(args.out.glob("specgate_sim-*.whl")).name.split("-")[1]
         wanted.append(f"specgate-sim[fixtures]=={sim_meta}")
     platform_args = [arg for plat in PLATFORMS for arg in ("--platform", plat)]

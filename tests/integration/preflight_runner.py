@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import ansible_runner
+import yaml
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
@@ -138,6 +140,45 @@ def run_on_ct200(tmp_path: Path, extravars: dict[str, Any], playbook: str = "dep
             "preflight_nvidia_smi": str(smi),
             "preflight_min_free_gib": {"/": 0},
             **extravars,
+        },
+        envvars={"ANSIBLE_CONFIG": str(PROJECT_ROOT / "ansible.cfg")},
+        cmdline=cmdline,
+        quiet=True,
+    )
+
+
+def run_on_copies_of_ct200(tmp_path: Path, cases: dict[str, dict[str, Any]], playbook: str = "deploy.yml",
+                           cmdline: str | None = None) -> ansible_runner.Runner:
+    """A project playbook over copies of ct200, one per case, in one run: each copy is ct200 as the fleet inventory
+    states it (its groups, group_vars and host_vars) with the case's settings in its own host_vars, as a user would set
+    them; all in one batch (fleet_rollout_serial 100 %), so one copy's refusal never stops another's run. Refusals that
+    come before any stage changes the host are per host, so each copy's events are what ``-l ct200`` would show."""
+    inventory = tmp_path / "inventory"
+    shutil.copytree(PROJECT_ROOT / "inventory" / "group_vars", inventory / "group_vars")
+    (inventory / "host_vars").mkdir()
+    ct200 = yaml.safe_load((PROJECT_ROOT / "inventory" / "host_vars" / "ct200.yml").read_text()) or {}
+    fleet = yaml.safe_load((PROJECT_ROOT / "inventory" / "hosts.yml").read_text())
+    boxes = fleet["all"]["children"]["sglang_hosts"]["children"]
+    group = next(name for name, members in boxes.items() if "ct200" in (members.get("hosts") or {}))
+    for name, settings in cases.items():
+        (inventory / "host_vars" / f"{name}.yml").write_text(yaml.safe_dump({**ct200, **settings}))
+    hosts = {"all": {"children": {"sglang_hosts": {"children": {group: {"hosts": {
+        name: {"ansible_host": "ct200"} for name in cases}}}}}}}  # fmt: skip
+    (inventory / "hosts.yml").write_text(yaml.safe_dump(hosts))
+    smi = fake_nvidia_smi(tmp_path, "ct200_sm120_pcie")
+    private = tmp_path / "runner"
+    private.mkdir()
+    return ansible_runner.run(
+        private_data_dir=str(private),
+        project_dir=str(PROJECT_ROOT),
+        playbook=str(PROJECT_ROOT / playbook),
+        inventory=str(inventory / "hosts.yml"),
+        extravars={
+            "ansible_connection": "local",
+            "ansible_python_interpreter": sys.executable,
+            "preflight_nvidia_smi": str(smi),
+            "preflight_min_free_gib": {"/": 0},
+            "fleet_rollout_serial": ["100%"],
         },
         envvars={"ANSIBLE_CONFIG": str(PROJECT_ROOT / "ansible.cfg")},
         cmdline=cmdline,

@@ -13,7 +13,7 @@ import ansible_runner
 import pytest
 import yaml
 
-from integration.preflight_runner import run_on_ct200
+from integration.preflight_runner import run_on_copies_of_ct200
 
 ROOT = Path(__file__).resolve().parents[2]
 STAGES = ["preflight", "cuda_toolkit", "sglang_env", "model_weights", "sglang_service", "spec_gate"]
@@ -172,84 +172,93 @@ def test_every_stage_has_a_validate_entry_point_with_its_own_argument_specs() ->
         assert (ROOT / "roles" / stage / "tasks" / "validate.yml").is_file()
 
 
+# Each case: the playbook, the bad inventory settings, the stage that refuses them and what its message names.
+REFUSALS: dict[str, tuple[str, dict, str, str]] = {
+    # DFLASH's own rule (pp 1), the renderer's, judged by the service's validate entry point.
+    "deploy-pp2": ("deploy.yml", {"sglang_service_pp_size": 2}, "sglang_service", "sglang_service_pp_size"),
+    "sweep-pp2": ("playbooks/sweep.yml", {"sglang_service_pp_size": 2}, "sglang_service", "sglang_service_pp_size"),
+    # How the service fits the GPUs: judged by its validate entry point on preflight's GPU facts.
+    "deploy-tp16-on-8": ("deploy.yml", {"sglang_service_tp_size": 16}, "sglang_service",
+                         "needs 16 GPUs; this host has 8"),
+    "deploy-fa3-on-sm120": ("deploy.yml", {"sglang_service_attention_backend": "fa3"}, "sglang_service",
+                            "sglang_service_attention_backend: fa3 runs only on SM90"),
+    # The toolkit against the engine's CUDA lane: sglang_env's plan, naming the toolkit's variable.
+    "deploy-cuda12-for-0.5.23": ("deploy.yml", {"cuda_toolkit_version": "12.9", "cuda_toolkit_source": "apt"},
+                                 "sglang_env", "cuda_toolkit_version: CUDA 12.9 does not match"),
+    # A stage's argument_specs, through its own validate entry point.
+    "deploy-cuda-source-conda": ("deploy.yml", {"cuda_toolkit_source": "conda"}, "cuda_toolkit",
+                                 "cuda_toolkit_source"),
+    "deploy-unknown-feature": ("deploy.yml", {"sglang_env_patches": [{"src": "x.patch", "provides": ["tree"]}]},
+                               "sglang_env", "provides ['tree']"),
+    # The gate's own settings: judged at the gate, after the switch, these left an ungated candidate serving.
+    "deploy-no-concurrency": ("deploy.yml", {"spec_gate_bench_concurrency": []}, "spec_gate",
+                              "spec_gate_bench_concurrency"),
+    "deploy-zero-token-context": ("deploy.yml", {"spec_gate_bench_contexts": [{"name": "tiny", "tokens": 0}]},
+                                  "spec_gate", "spec_gate_bench_contexts"),
+    "sweep-zero-concurrency": ("playbooks/sweep.yml", {"spec_gate_bench_concurrency": [0]}, "spec_gate",
+                               "spec_gate_bench_concurrency"),
+    # Misspelled: Ansible would ignore them (rc 0, changed 0) and the user would believe the host reconfigured.
+    "deploy-misspelled-name": ("deploy.yml", {"sglang_service_blocksize": 16}, "sglang_service",
+                               "did you mean sglang_service_block_size?"),
+    "deploy-misspelled-prefix": ("deploy.yml", {"sglang_servce_port": 30001}, "sglang_service",
+                                 "did you mean sglang_service_port?"),
+    "sweep-misspelled-name": ("playbooks/sweep.yml", {"spec_gate_run": 2}, "spec_gate", "did you mean spec_gate_runs?"),
+    "deploy-misspelled-preflight": ("deploy.yml", {"preflight_expect_gpu": False}, "preflight",
+                                    "did you mean preflight_expect_gpus?"),
+    # A retired name is refused with what replaced it.
+    "deploy-retired-name": ("deploy.yml", {"sglang_service_sglang_version": "0.5.23"}, "sglang_service",
+                            "renamed to sglang_env_sglang_version"),
+    # DDTREE on a stock pin: the renderer's one rule says how to declare the patched build.
+    "deploy-ddtree-unpatched": ("deploy.yml", {"sglang_service_algorithm": "DDTREE"}, "sglang_service",
+                                "provides: [ddtree]"),
+    # Values only the renderer judges: refused before CUDA, the venv and the weights.
+    "deploy-block-size-0": ("deploy.yml", {"sglang_service_block_size": 0}, "sglang_service",
+                            "sglang_service_block_size must be a positive"),
+    "sweep-context-length-bad-suffix": ("playbooks/sweep.yml", {"sglang_service_context_length": "128K"},
+                                        "sglang_service", "sglang_service_context_length"),
+    "deploy-no-drafter": ("deploy.yml", {"model_weights_drafter": "none"}, "sglang_service",
+                          "set model_weights_drafter to an entry"),
+    # A profile's drafter the inventory's catalog does not have: refused naming the catalog and the fix.
+    "deploy-drafter-not-in-catalog": ("deploy.yml", {"model_weights_drafter": "dflash-b16"}, "model_weights",
+                                      "it is not an entry of model_weights_drafters (dflash-b8)"),
+    "deploy-blank-name": ("deploy.yml", {"sglang_service_served_model_name": "  "}, "sglang_service",
+                          "sglang_service_served_model_name"),
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def refusal_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, list[dict]]]:
+    """Each playbook run once over one copy of ct200 per case (preflight_runner.run_on_copies_of_ct200): per
+    playbook, each copy's events. A case's copy is named after its id."""
+    runs: dict[str, dict[str, list[dict]]] = {}
+    for playbook in sorted({playbook for playbook, *_ in REFUSALS.values()}):
+        cases = {name: bad for name, (book, bad, *_) in REFUSALS.items() if book == playbook}
+        run = run_on_copies_of_ct200(tmp_path_factory.mktemp("refusals"), cases, playbook=playbook)
+        runs[playbook] = {name: [e for e in run.events if e.get("event_data", {}).get("host") == name]
+                          for name in cases}  # fmt: skip
+    return runs
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    ("playbook", "bad", "role", "named"),
-    [
-        # DFLASH's own rule (pp 1), the renderer's, judged by the service's validate entry point.
-        ("deploy.yml", {"sglang_service_pp_size": 2}, "sglang_service", "sglang_service_pp_size"),
-        ("playbooks/sweep.yml", {"sglang_service_pp_size": 2}, "sglang_service", "sglang_service_pp_size"),
-        # How the service fits the GPUs: judged by its validate entry point on preflight's GPU facts.
-        ("deploy.yml", {"sglang_service_tp_size": 16}, "sglang_service", "needs 16 GPUs; this host has 8"),
-        ("deploy.yml", {"sglang_service_attention_backend": "fa3"}, "sglang_service",
-         "sglang_service_attention_backend: fa3 runs only on SM90"),
-        # The toolkit against the engine's CUDA lane: sglang_env's plan, naming the toolkit's variable.
-        ("deploy.yml", {"cuda_toolkit_version": "12.9", "cuda_toolkit_source": "apt"}, "sglang_env",
-         "cuda_toolkit_version: CUDA 12.9 does not match"),
-        # A stage's argument_specs, through its own validate entry point.
-        ("deploy.yml", {"cuda_toolkit_source": "conda"}, "cuda_toolkit", "cuda_toolkit_source"),
-        ("deploy.yml", {"sglang_env_patches": [{"src": "x.patch", "provides": ["tree"]}]}, "sglang_env",
-         "provides ['tree']"),
-        # The gate's own settings: judged at the gate, after the switch, these left an ungated candidate serving.
-        ("deploy.yml", {"spec_gate_bench_concurrency": []}, "spec_gate", "spec_gate_bench_concurrency"),
-        (
-            "deploy.yml",
-            {"spec_gate_bench_contexts": [{"name": "tiny", "tokens": 0}]},
-            "spec_gate",
-            "spec_gate_bench_contexts",
-        ),
-        ("playbooks/sweep.yml", {"spec_gate_bench_concurrency": [0]}, "spec_gate", "spec_gate_bench_concurrency"),
-        # Misspelled: Ansible would ignore them (rc 0, changed 0) and the user would believe the host reconfigured.
-        ("deploy.yml", {"sglang_service_blocksize": 16}, "sglang_service", "did you mean sglang_service_block_size?"),
-        ("deploy.yml", {"sglang_servce_port": 30001}, "sglang_service", "did you mean sglang_service_port?"),
-        ("playbooks/sweep.yml", {"spec_gate_run": 2}, "spec_gate", "did you mean spec_gate_runs?"),
-        ("deploy.yml", {"preflight_expect_gpu": False}, "preflight", "did you mean preflight_expect_gpus?"),
-        # A retired name is refused with what replaced it.
-        ("deploy.yml", {"sglang_service_sglang_version": "0.5.23"}, "sglang_service",
-         "renamed to sglang_env_sglang_version"),
-        # DDTREE on a stock pin: the renderer's one rule says how to declare the patched build.
-        ("deploy.yml", {"sglang_service_algorithm": "DDTREE"}, "sglang_service", "provides: [ddtree]"),
-        # Values only the renderer judges: refused before CUDA, the venv and the weights.
-        ("deploy.yml", {"sglang_service_block_size": 0}, "sglang_service",
-         "sglang_service_block_size must be a positive"),
-        ("playbooks/sweep.yml", {"sglang_service_context_length": "128K"}, "sglang_service",
-         "sglang_service_context_length"),
-        ("deploy.yml", {"model_weights_drafter": "none"}, "sglang_service", "set model_weights_drafter to an entry"),
-        # A profile's drafter the inventory's catalog does not have: refused naming the catalog and the fix.
-        ("deploy.yml", {"model_weights_drafter": "dflash-b16"}, "model_weights",
-         "it is not an entry of model_weights_drafters (dflash-b8)"),
-        ("deploy.yml", {"sglang_service_served_model_name": "  "}, "sglang_service",
-         "sglang_service_served_model_name"),
-    ],
-    ids=["deploy-pp2", "sweep-pp2", "deploy-tp16-on-8", "deploy-fa3-on-sm120", "deploy-cuda12-for-0.5.23",
-         "deploy-cuda-source-conda", "deploy-unknown-feature", "deploy-no-concurrency", "deploy-zero-token-context",
-         "sweep-zero-concurrency", "deploy-misspelled-name", "deploy-misspelled-prefix", "sweep-misspelled-name",
-         "deploy-misspelled-preflight", "deploy-retired-name", "deploy-ddtree-unpatched", "deploy-block-size-0",
-         "sweep-context-length-bad-suffix", "deploy-no-drafter", "deploy-drafter-not-in-catalog",
-         "deploy-blank-name"],
-)
+@pytest.mark.parametrize("case", list(REFUSALS))
 def test_deploy_refuses_a_bad_setting_before_touching_ct200(
-    tmp_path: Path, playbook: str, bad: dict, role: str, named: str
+    refusal_runs: dict[str, dict[str, list[dict]]], case: str
 ) -> None:
-    """deploy.yml (and sweep.yml) -l ct200 with a bad inventory value stops before any stage changes the host,
+    """deploy.yml (and sweep.yml) on ct200 with a bad inventory value stops before any stage changes the host,
     naming the variable the user sets: refused by the validate entry point of the stage that owns it."""
-    run = run_on_ct200(tmp_path, bad, playbook=playbook)
-    assert run.status == "failed"
-    failures = [e["event_data"] for e in run.events if e["event"] == "runner_on_failed"]
-    assert len(failures) == 1
+    playbook, _bad, role, named = REFUSALS[case]
+    events = refusal_runs[playbook][case]
+    failures = [e["event_data"] for e in events if e["event"] == "runner_on_failed"]
+    assert len(failures) == 1, [f.get("task") for f in failures]
     assert failures[0]["role"] == role
     assert named in failures[0]["res"]["msg"]
-    changed = [
-        e["event_data"]["task"]
-        for e in run.events
-        if e["event"] == "runner_on_ok" and e["event_data"]["res"].get("changed")
-    ]
+    changed = [e["event_data"]["task"] for e in events
+               if e["event"] == "runner_on_ok" and e["event_data"]["res"].get("changed")]  # fmt: skip
     assert changed == []
-    assert run.stats["changed"] == {}
     # Nothing but the rollout's plan, preflight and the validate entry points ran: the failure is the last thing the
     # play did.
     ran = {(e["event_data"].get("role"), e["event_data"].get("task_path", "").split(":")[0].rsplit("/", 1)[-1],
-            e["event_data"].get("task", "")) for e in run.events if e["event"] == "runner_on_ok"}
+            e["event_data"].get("task", "")) for e in events if e["event"] == "runner_on_ok"}
     beyond = {(role, path) for role, path, task in ran
               if role not in ("preflight", None) and path not in {"validate.yml", "values.yml"}
               and (role, path) != ("fleet_rollout", "plan.yml")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import getpass
 import json
 import os
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -112,16 +113,24 @@ def failure(run: RoleRun) -> tuple[str, str]:
     return task, res["msg"]
 
 
-def test_healthy_candidate_passes_and_its_result_lands_on_host_and_controller(tmp_path, sim):
-    run = gate(tmp_path, sim)
+@pytest.fixture(scope="module")
+def healthy(tmp_path_factory, sim) -> tuple[Path, RoleRun]:
+    """One gate of the healthy sim as the first release ("kg": nothing to compare with), judged by one test and the
+    known-good release another compares with."""
+    tmp_path = tmp_path_factory.mktemp("healthy")
+    return tmp_path, gate(tmp_path, sim, release="kg")
+
+
+def test_healthy_candidate_passes_and_its_result_lands_on_host_and_controller(healthy):
+    tmp_path, run = healthy
     assert run.status == "successful", run.failed_tasks()
-    stored = json.loads((tmp_path / "opt" / "releases" / "cand" / "gate.json").read_text())
+    stored = json.loads((tmp_path / "opt" / "releases" / "kg" / "gate.json").read_text())
     assert stored["schema"] == "specgate.gate/v1"
     assert stored["analysis"]["phase"] == "Successful"
     assert {m["name"] for m in stored["analysis"]["metrics"]} == {"accept_length", "correctness"}
     assert len(stored["runs"]) == 3
     assert stored["runner"] == {"user": getpass.getuser(), "uid": os.geteuid()}
-    fetched = tmp_path / "reports" / "localhost" / "cand"
+    fetched = tmp_path / "reports" / "localhost" / "kg"
     assert json.loads((fetched / "gate.json").read_text()) == stored
     table = (fetched / "gate.md").read_text()
     assert "| Acceptance length (request-side, set code) | >= 3 (spec_gate_min_accept_length) |" in table
@@ -131,7 +140,7 @@ def test_healthy_candidate_passes_and_its_result_lands_on_host_and_controller(tm
         if e.get("event") == "runner_on_ok" and e["event_data"].get("task") == "Show the gate table"
         for line in e["event_data"]["res"]["msg"].splitlines()
     ]
-    assert shown[0].startswith("Gate for release cand — Successful after 3 run(s) → promote")
+    assert shown[0].startswith("Gate for release kg — Successful after 3 run(s) → promote")
 
 
 def test_lowered_acceptance_fails_the_play_naming_metric_threshold_and_measured_value(tmp_path, low_acceptance_sim):
@@ -151,8 +160,10 @@ def test_quality_drop_trips_the_correctness_gate(tmp_path, wrong_code_sim):
     assert "Acceptance length" not in msg
 
 
-def test_regression_against_known_good_reads_its_stored_result(tmp_path, sim):
-    assert gate(tmp_path, sim, release="kg").status == "successful"
+def test_regression_against_known_good_reads_its_stored_result(tmp_path, sim, healthy):
+    healthy_dir, first = healthy
+    assert first.status == "successful", first.failed_tasks()
+    shutil.copytree(healthy_dir / "opt" / "releases" / "kg", tmp_path / "opt" / "releases" / "kg")
     kg_file = tmp_path / "opt" / "releases" / "kg" / "gate.json"
     kg = json.loads(kg_file.read_text())
     for r in kg["runs"]:

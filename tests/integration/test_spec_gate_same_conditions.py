@@ -5,6 +5,7 @@ keeps its passing record; an acceptance threshold no run can reach is refused be
 
 from __future__ import annotations
 
+import copy
 import getpass
 import grp
 import json
@@ -101,12 +102,21 @@ def host_vars(tmp_path: Path, base: Path, sim, release: str, known_good: str, **
     }
 
 
-def store_known_good_gate(base: Path, tmp_path: Path, sim, speedup: float) -> dict:
-    """Gate the live server as release kg (first release: passes), then scale its stored numbers by speedup."""
+@pytest.fixture(scope="module")
+def known_good_gate(tmp_path_factory, sim) -> dict:
+    """The live server gated once as release kg (the first release: it passes), the record each case stores."""
+    tmp_path = tmp_path_factory.mktemp("known-good")
+    base = layout(tmp_path, sim.port, active="kg", known_good="kg")
     first = play(tmp_path, "kg", ["main"], host_vars(tmp_path, base, sim, "kg", ""))
     assert first.status == "successful", first.failed_tasks()
+    return json.loads((base / "releases" / "kg" / "gate.json").read_text())
+
+
+def store_known_good_gate(base: Path, known_good_gate: dict, speedup: float) -> dict:
+    """Store known-good's passing gate record in ``base`` with its numbers scaled by speedup (measured at another
+    time, on a faster or slower machine)."""
     path = base / "releases" / "kg" / "gate.json"
-    gate = json.loads(path.read_text())
+    gate = copy.deepcopy(known_good_gate)
     for run in gate["runs"]:
         for cell in run["cells"]:
             cell["output_tok_s"] *= speedup
@@ -118,11 +128,11 @@ def regression(gate: dict) -> dict:
     return next(m for m in gate["analysis"]["metrics"] if m["name"] == "regression")
 
 
-def test_identical_candidate_is_compared_with_known_good_measured_before_the_switch(tmp_path, sim):
+def test_identical_candidate_is_compared_with_known_good_measured_before_the_switch(tmp_path, sim, known_good_gate):
     base = layout(tmp_path, sim.port, active="kg", known_good="kg")
     # Known-good's stored numbers were measured at another time, 1.5x faster (an idle machine): against them,
     # the same server looks a third slower. Measured now, it is the same speed.
-    store_known_good_gate(base, tmp_path, sim, speedup=1.5)
+    store_known_good_gate(base, known_good_gate, speedup=1.5)
     run = play(tmp_path, "cand", ["reference", "main"], host_vars(tmp_path, base, sim, "cand", "kg"))
     assert run.status == "successful", run.failed_tasks()
     gate = json.loads((base / "releases" / "cand" / "gate.json").read_text())
@@ -169,10 +179,12 @@ def test_the_reference_is_measured_only_before_a_switch_or_a_regate(tmp_path, si
     assert (said in ran) is not measured
 
 
-def test_without_a_same_run_measurement_the_stored_runs_are_the_reference_and_the_report_says_so(tmp_path, sim):
+def test_without_a_same_run_measurement_the_stored_runs_are_the_reference_and_the_report_says_so(
+    tmp_path, sim, known_good_gate
+):
     # The active release is not known-good (an earlier candidate serves): known-good cannot be measured now.
     base = layout(tmp_path, sim.port, active="old", known_good="kg")
-    store_known_good_gate(base, tmp_path, sim, speedup=10.0)
+    store_known_good_gate(base, known_good_gate, speedup=10.0)
     run = play(tmp_path, "cand", ["reference", "main"], host_vars(tmp_path, base, sim, "cand", "kg"))
     said = [
         e["event_data"]["res"]["msg"]
@@ -191,9 +203,9 @@ def test_without_a_same_run_measurement_the_stored_runs_are_the_reference_and_th
     assert run.status == "failed"
 
 
-def test_failed_regate_of_known_good_keeps_its_passing_record_and_restores_nothing(tmp_path, sim):
+def test_failed_regate_of_known_good_keeps_its_passing_record_and_restores_nothing(tmp_path, sim, known_good_gate):
     base = layout(tmp_path, sim.port, active="kg", known_good="kg")
-    store_known_good_gate(base, tmp_path, sim, speedup=1.0)
+    store_known_good_gate(base, known_good_gate, speedup=1.0)
     record = (base / "releases" / "kg" / "gate.json").read_text()
     run = play(
         tmp_path,

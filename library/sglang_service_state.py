@@ -57,6 +57,11 @@ known_good_id:
   description: Release id the known-good pointer names; empty when there is none.
   returned: always
   type: str
+trial_id:
+  description: Release id the trial pointer names (the last release a sweep switched to as a trial, never promoted);
+    empty when there is none.
+  returned: always
+  type: str
 active_state:
   description: The unit's ActiveState (C(active), C(inactive), C(failed), ...).
   returned: always
@@ -108,6 +113,7 @@ def main() -> None:
     try:
         active = pointer_target(module.params["base_dir"], "active")
         known_good = pointer_target(module.params["base_dir"], "known-good")
+        trial = pointer_target(module.params["base_dir"], "trial")
     except ValueError as exc:
         module.fail_json(msg=str(exc))
     try:
@@ -128,6 +134,7 @@ def main() -> None:
         **extra,
         active_id=active,
         known_good_id=known_good,
+        trial_id=trial,
         active_state=props.get("ActiveState", ""),
         main_pid=main_pid,
         unit_file_state=props.get("UnitFileState", ""),

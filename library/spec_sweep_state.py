@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.specgate.sweep.manifest import MANIFEST_FILE, ON_CHANGE, ManifestChanged, build, settle
 from ansible.module_utils.specgate.sweep.resume import load_rows
 from ansible.module_utils.specgate.sweep.run import (
     SweepInputError,
@@ -22,12 +24,18 @@ from ansible.module_utils.specgate.sweep.run import (
 DOCUMENTATION = r"""
 ---
 module: spec_sweep_state
-short_description: The sweep's next point to launch from the rows on the controller, or its report
+short_description: The sweep's manifest, its next point to launch from the rows on the controller, or its report
 description:
   - "Runs on the controller only (C(delegate_to: localhost)): the sweep's rows live there, and the sweep package
     it uses needs the controller's venv (jinja2 for the grid's constraints, matplotlib for the plots)."
+  - C(state=manifest) records what determines every row of the sweep id (each point's key, drafter revision
+    included, and the I(conditions) - benchmark matrix, engine, target) in C(manifest.json) in I(dir); a re-run whose
+    manifest differs is refused naming what differs (I(on_change=refuse)), or continues in a fresh id C(<id>.2)
+    that says which one it continues (I(on_change=new)). Points added to or left out of the grid, and its order,
+    are not a change. Returns the id and directory the run writes to.
   - C(state=next) expands I(grid) (or takes I(configs)), reads the rows written so far in I(dir)
-    (C(NN-<name>.json)), and answers the point to launch next - the first unfinished one, or in I(search) mode the
+    (C(<name>.json), each read only when it was measured for the point's settings under these I(conditions)), and
+    answers the point to launch next - the first unfinished one, or in I(search) mode the
     search's next proposal - with the progress line to print as it starts. A point whose row is finished (ran,
     crashed on start, or rejected before any launch) is not launched again; a point whose row says started (the
     sweep was interrupted mid-bench) is redone. Changes nothing.
@@ -43,9 +51,10 @@ version_added: "0.2.0"
 author: specgate
 options:
   state:
-    description: C(next) for the point to launch next, C(report) to write the report.
+    description: C(manifest) to record or check the sweep's manifest, C(next) for the point to launch next,
+      C(report) to write the report.
     type: str
-    choices: [next, report]
+    choices: [next, report, manifest]
     default: next
   dir:
     description: The sweep's directory on the controller, where its rows are and the report goes.
@@ -84,6 +93,18 @@ options:
         and the fix.
     type: dict
     default: {}
+  conditions:
+    description:
+      - What every row of the sweep shares, by section - C(matrix) (the benchmark's settings), C(engine) (what the
+        venv installs) and C(target) (the target's repo and revision); rows carry its digest.
+    type: dict
+    default: {}
+  on_change:
+    description: With C(state=manifest), what a re-run of a sweep id whose manifest changed does - C(refuse) it
+      before anything changes, or measure in a fresh id that continues it (C(new)).
+    type: str
+    choices: [refuse, new]
+    default: refuse
   sweep_id:
     description: The sweep's name, for the report's title (C(state=report)).
     type: str
@@ -95,6 +116,19 @@ options:
 """
 
 EXAMPLES = r"""
+- name: Record the sweep's manifest, or refuse a re-run whose benchmark matrix, engine or points changed
+  spec_sweep_state:
+    state: manifest
+    dir: reports/ct200/sweeps/field-notes
+    grid: "{{ spec_sweep_grid }}"
+    conditions:
+      matrix: {spec_gate_bench_concurrency: [1, 8], spec_gate_runs: 3}
+      engine: {sglang_env_packages: ["sglang==0.5.23"]}
+      target: {model_weights_target_revision: 0123abcd}
+    on_change: refuse
+  delegate_to: localhost
+  register: sweep_manifest
+
 - name: Ask which point to launch next
   spec_sweep_state:
     dir: reports/ct200/sweeps/field-notes
@@ -115,8 +149,34 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+sweep_id:
+  description: The id this run writes to - the one asked for, or its continuation (I(on_change=new)).
+  type: str
+  returned: state=manifest
+dir:
+  description: The directory this run's rows go to.
+  type: str
+  returned: state=manifest
+continues:
+  description: The id this one continues (I(on_change=new)), else null.
+  type: str
+  returned: state=manifest
+differences:
+  description: What differed from the id asked for, when a fresh id continues it.
+  type: list
+  elements: str
+  returned: state=manifest
+unrecorded_rows:
+  description: The directory held rows but no manifest (a sweep of an older specgate); none of them is read.
+  type: bool
+  returned: state=manifest
+conditions_digest:
+  description: The digest of I(conditions) every row of this run carries.
+  type: str
+  returned: state=manifest
 points:
-  description: Every point of the sweep in order, each C({name, file, vars, key, cost, drafter}); C(drafter) is
+  description: Every point of the sweep in order, each C({name, file, vars, key, row, cost, drafter}); C(row) is what
+    every row of the point records (its key and the conditions digest); C(drafter) is
     null for a point on the weights stage's drafter, else C({key, name, repo, revision, local_path}) (C(key) names it
     in specgate_weights.drafters; null when it is the weights stage's own).
   type: list
@@ -195,7 +255,7 @@ files:
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
-            "state": {"type": "str", "choices": ["next", "report"], "default": "next"},
+            "state": {"type": "str", "choices": ["next", "report", "manifest"], "default": "next"},
             "dir": {"type": "path", "required": True},
             "grid": {"type": "raw"},
             "configs": {"type": "list", "elements": "dict", "default": []},
@@ -204,6 +264,8 @@ def main() -> None:
             "started": {"type": "float"},
             "weights_drafter": {"type": "dict"},
             "drafters_catalog": {"type": "dict", "default": {}},
+            "conditions": {"type": "dict", "default": {}},
+            "on_change": {"type": "str", "choices": list(ON_CHANGE), "default": "refuse"},
             "sweep_id": {"type": "str", "default": "sweep"},
             "host": {"type": "str", "default": ""},
         },
@@ -214,27 +276,38 @@ def main() -> None:
     try:
         weights_drafter = drafter_of(p["weights_drafter"])
         points = points_of(p["grid"], p["configs"], weights_drafter=weights_drafter, catalog=p["drafters_catalog"])
+        manifest = build(points, p["conditions"])
+        conditions = manifest.conditions_digest
+        if p["state"] == "manifest":
+            settled = settle(directory.parent, directory.name, manifest, p["on_change"])
+            if settled.write and not module.check_mode:
+                settled.directory.mkdir(parents=True, exist_ok=True)
+                (settled.directory / MANIFEST_FILE).write_text(json.dumps(settled.manifest, indent=1) + "\n")
+            module.exit_json(changed=settled.write, sweep_id=settled.sweep_id, dir=str(settled.directory),
+                             continues=settled.continues, differences=list(settled.differences),
+                             unrecorded_rows=settled.unrecorded_rows, conditions_digest=conditions)  # fmt: skip
         rows = load_rows(directory) if directory.is_dir() else []
-        listed = [describe(points, q, weights_drafter) for q in points]
+        listed = [describe(q, weights_drafter, conditions) for q in points]
         drafters = sweep_drafters(points, weights_drafter)
         if p["state"] == "report":
             written = report(directory, p["sweep_id"], p["host"], points, rows, search=p["search"],
-                             tolerance=p["tolerance"], write=not module.check_mode)  # fmt: skip
+                             tolerance=p["tolerance"], write=not module.check_mode, conditions=conditions)  # fmt: skip
             module.exit_json(changed=not module.check_mode, points=listed, drafters=drafters, **written)
         elapsed = time.time() - p["started"] if p["started"] is not None else 0.0
-        step = next_step(points, rows, search=p["search"], tolerance=p["tolerance"], elapsed_s=elapsed)
-    except SweepInputError as error:
+        step = next_step(points, rows, search=p["search"], tolerance=p["tolerance"], elapsed_s=elapsed,
+                         conditions=conditions)  # fmt: skip
+    except (SweepInputError, ManifestChanged) as error:
         module.fail_json(msg=str(error))
     module.exit_json(
         changed=False,
         points=listed,
         drafters=drafters,
-        point=describe(points, step.point, weights_drafter) if step.point is not None else None,
+        point=describe(step.point, weights_drafter, conditions) if step.point is not None else None,
         done=step.point is None,
         progress=step.progress,
         index=step.index,
         total=step.total,
-        started_row=started_row(step.point) if step.point is not None else None,
+        started_row=started_row(step.point, conditions) if step.point is not None else None,
         finished=list(step.finished),
         # not "skipped"/"failed": Ansible reads those keys of a result as the task's own state
         skipped_points=list(step.skipped),

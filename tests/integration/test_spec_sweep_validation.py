@@ -136,3 +136,28 @@ def test_a_grid_of_per_point_drafters_publishes_each_drafter_to_fetch_once_for_t
     assert facts["specgate_sweep_plan"]["drafters"] == [
         {"key": "dflash-b16", "name": "dflash-b16", "repo": "org/d16", "revision": "r16", "local_path": None},
         {"key": "org/d32", "name": None, "repo": "org/d32", "revision": "r32", "local_path": None}]
+
+
+def test_a_rerun_under_another_benchmark_matrix_is_refused_or_continues_in_a_fresh_id(tmp_path):
+    """The sweep id's manifest through the role: recorded by the first run, a re-run whose matrix changed is refused in
+    validate (before anything changes) naming the setting; with spec_sweep_on_change: new it measures in id.2."""
+    configs = [{"name": "a", "vars": {"sglang_service_block_size": 8}}]
+    common = {"spec_sweep_reports_dir": str(tmp_path), "spec_sweep_id": "fn"}
+    status, stdout, _ = run_validate_facts(configs, spec_gate_runs=3, **common)
+    assert status == "successful", stdout[-2000:]
+    sweep_dir = tmp_path / "localhost" / "sweeps" / "fn"
+    recorded = yaml.safe_load((sweep_dir / "manifest.json").read_text())
+    assert recorded["conditions"]["matrix"]["spec_gate_runs"] == 3
+    (sweep_dir / "a.json").write_text('{"name": "a", "status": "ok"}')  # a row measured under it
+
+    status, stdout, _ = run_validate_facts(configs, spec_gate_runs=5, **common)
+    assert status == "failed"
+    assert "spec_sweep_id fn: its rows were measured under other conditions" in " ".join(stdout.split())
+    assert "spec_gate_runs 3 -> 5" in stdout
+    assert yaml.safe_load((sweep_dir / "manifest.json").read_text()) == recorded
+
+    status, stdout, facts = run_validate_facts(configs, spec_gate_runs=5, spec_sweep_on_change="new", **common)
+    assert status == "successful", stdout[-2000:]
+    assert facts["_spec_sweep_name"] == "fn.2"
+    continued = yaml.safe_load((tmp_path / "localhost" / "sweeps" / "fn.2" / "manifest.json").read_text())
+    assert continued["continues"] == "fn"

@@ -11,8 +11,8 @@ from sweep_fakes import bench_script, lattice, synthetic_row
 
 
 def write_rows(directory, rows):
-    for i, row in enumerate(rows):
-        (directory / f"{i + 1:02d}-{row['name']}.json").write_text(json.dumps(row))
+    for row in rows:
+        (directory / f"{row['name']}.json").write_text(json.dumps(row))
 
 
 @pytest.mark.parametrize("search", [False, True])
@@ -32,7 +32,7 @@ def test_a_point_killed_mid_bench_is_redone_and_nothing_else(tmp_path):
     started = {"name": points[2].name, "status": "started", "point": points[2].key()}
     partial = {**synthetic_row(points[3]), "bench_complete": False}
     write_rows(tmp_path, [*done, started, partial])
-    (tmp_path / "05-cut.json").write_text('{"name": "cut", ')  # a write the kill cut short
+    (tmp_path / "cut.json").write_text('{"name": "cut", ')  # a write the kill cut short
     (tmp_path / "sweep.json").write_text("{}")
     resumed = plan(points, load_rows(tmp_path))
     assert set(resumed.finished) == {points[0].name, points[1].name}

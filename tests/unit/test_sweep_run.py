@@ -7,7 +7,7 @@ import json
 
 import pytest
 from ansible.module_utils.specgate.sweep.grid import Drafter
-from ansible.module_utils.specgate.sweep.resume import load_rows
+from ansible.module_utils.specgate.sweep.resume import load_rows, row_file
 from ansible.module_utils.specgate.sweep.run import (
     ConfigPoint,
     SweepInputError,
@@ -16,7 +16,6 @@ from ansible.module_utils.specgate.sweep.run import (
     next_step,
     points_of,
     report,
-    row_file,
     started_row,
     sweep_drafters,
 )
@@ -28,7 +27,7 @@ GRID = {"axes": {"block_size": [8], "budget": [4, 8, 12, 16], "topk": [4, 6], "w
 
 def write(directory, points, row):
     point = next(p for p in points if p.name == row["name"])
-    (directory / row_file(points, point)).write_text(json.dumps(row))
+    (directory / row_file(point.name)).write_text(json.dumps(row))
 
 
 def drive(directory, points, *, search, launch=synthetic_row, stop_after=None):
@@ -79,9 +78,9 @@ def test_points_name_their_own_drafters_and_the_sweep_lists_each_download_once_b
         {"key": "dflash-b16", "name": "dflash-b16", "repo": "org/d16", "revision": "r16", "local_path": None},
         {"key": "staged", "name": "staged", "repo": None, "revision": None, "local_path": "/srv/d32"}]
     # the weights stage's own drafter serves its points (null key); the others are found by key
-    assert describe(points, by_name["dflash-bs8-dflash-b8"], weights)["drafter"]["key"] is None
-    assert describe(points, by_name["dflash-bs16-dflash-b16"], weights)["drafter"]["key"] == "dflash-b16"
-    assert describe(points, by_name["dflash-bs4"], weights)["drafter"] is None
+    assert describe(by_name["dflash-bs8-dflash-b8"], weights)["drafter"]["key"] is None
+    assert describe(by_name["dflash-bs16-dflash-b16"], weights)["drafter"]["key"] == "dflash-b16"
+    assert describe(by_name["dflash-bs4"], weights)["drafter"] is None
 
 
 @pytest.mark.parametrize(
@@ -126,9 +125,10 @@ def test_a_v1_config_names_its_drafter_and_none_means_the_weights_stages():
 def test_v1_configs_are_points_with_their_vars_and_bad_names_are_refused():
     points = points_of(None, [{"name": "a", "vars": {"sglang_service_block_size": 8}}, {"name": "b", "vars": {}}])
     assert [p.name for p in points] == ["a", "b"]
-    assert describe(points, points[0]) == {"name": "a", "file": "01-a.json", "vars": {"sglang_service_block_size": 8},
-                                           "key": {"vars": {"sglang_service_block_size": 8}}, "cost": [],
-                                           "drafter": None}  # fmt: skip
+    key = {"vars": {"sglang_service_block_size": 8}}
+    assert describe(points[0], conditions="c0ffee") == {
+        "name": "a", "file": "a.json", "vars": {"sglang_service_block_size": 8}, "key": key,
+        "row": {"point": key, "conditions": "c0ffee"}, "cost": [], "drafter": None}  # fmt: skip
     with pytest.raises(SweepInputError, match=r"spec_sweep_configs\[0\]: name 'a b'"):
         points_of(None, [{"name": "a b", "vars": {}}])
     with pytest.raises(SweepInputError, match="names repeat"):

@@ -1,9 +1,11 @@
 """Resuming a sweep from the rows on the controller: which points are finished, which must be launched again.
 
-A point is finished when its row says it ran with a complete benchmark (every run, every cell), that SGLang's
-resolver rejected it, or that it failed to start (a crash is an answer: launching it again costs another load and
-gives the same one). A row marked started, or one whose benchmark stopped part-way, is redone. A row whose point
-settings differ from the grid's point of that name (the grid was edited) is not this point's: redone too.
+A point's row is its file ``<name>.json``, read only when it was measured for this point's settings (its ``point``
+key) under this sweep's conditions (its ``conditions`` digest, manifest.py): a row of any other settings or
+conditions is never read, whatever its file name or order. A point is finished when its row says it ran with a
+complete benchmark (every run, every cell), that it was rejected before any launch, or that it failed to start (a
+crash is an answer: launching it again costs another load and gives the same one). A row marked started, or one whose
+benchmark stopped part-way, is redone.
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ansible.module_utils.specgate.sweep.grid import Point
+from ansible.module_utils.specgate.sweep.manifest import MANIFEST_FILE
 from ansible.module_utils.specgate.sweep.pick import DEFAULT_TOLERANCE, score
 from ansible.module_utils.specgate.sweep.search import FAILED, Proposal, propose
 from ansible.module_utils.specgate.sweep.sweep_report import USE_CASES
 
-REPORT_FILES = ("sweep.json",)
+REPORT_FILES = ("sweep.json", MANIFEST_FILE)
 FINISHED_STATUSES = ("ok", "failed", "rejected")
 
 
@@ -29,8 +32,14 @@ class ResumePlan:
     redo: Mapping[str, str] = field(default_factory=dict)  # point name -> why its row does not count
 
 
+def row_file(name: str) -> str:
+    """The file of a point's row: one per point name, so a redo rewrites it and no other file can stand in for it."""
+    return f"{name}.json"
+
+
 def load_rows(directory: Path) -> list[dict]:
-    """The rows written so far (one JSON file per point), in file name order; the report files are not rows."""
+    """The rows written so far (one JSON file per point), each with the file it came from (``_file``); the report
+    and manifest files are not rows."""
     rows = []
     for path in sorted(Path(directory).glob("*.json")):
         if path.name in REPORT_FILES:
@@ -38,10 +47,10 @@ def load_rows(directory: Path) -> list[dict]:
         try:
             row = json.loads(path.read_text())
         except json.JSONDecodeError as error:  # a write cut short by the kill that interrupted the sweep
-            rows.append({"name": path.stem.split("-", 1)[-1], "status": "started", "unreadable": str(error)})
+            rows.append({"name": path.stem, "status": "started", "unreadable": str(error), "_file": path.name})
             continue
         if isinstance(row, dict) and "name" in row:
-            rows.append(row)
+            rows.append({**row, "_file": path.name})
     return rows
 
 
@@ -51,9 +60,11 @@ def status(row: Mapping) -> str:
     return "failed" if row.get("failed") else "ok"  # a v1 row: written only once its benchmark finished
 
 
-def why_not_finished(row: Mapping, point: Point) -> str | None:
-    if row.get("point") is not None and row["point"] != point.key():
+def why_not_finished(row: Mapping, point: Point, conditions: str | None = None) -> str | None:
+    if row.get("point") != point.key():
         return "its row was written for other settings under this name"
+    if conditions is not None and row.get("conditions") != conditions:
+        return "its row was measured under other conditions (benchmark matrix, engine or target)"
     state = status(row)
     if state not in FINISHED_STATUSES:
         return f"its row says {state}: interrupted before its benchmark finished"
@@ -62,17 +73,17 @@ def why_not_finished(row: Mapping, point: Point) -> str | None:
     return None
 
 
-def plan(points: Sequence[Point], rows: Sequence[Mapping]) -> ResumePlan:
-    by_name: dict[str, Mapping] = {}
-    for row in rows:
-        by_name[row["name"]] = row  # a later file (a redo) wins
+def plan(points: Sequence[Point], rows: Sequence[Mapping], conditions: str | None = None) -> ResumePlan:
+    """``conditions``: the sweep's conditions digest (manifest.py); None reads rows whatever they were measured under
+    (a caller without a manifest, e.g. the search benchmark)."""
+    by_file = {row.get("_file", row_file(row["name"])): row for row in rows}
     finished: dict[str, Mapping] = {}
     redo: dict[str, str] = {}
     for point in points:
-        row = by_name.get(point.name)
+        row = by_file.get(row_file(point.name))
         if row is None:
             continue
-        reason = why_not_finished(row, point)
+        reason = why_not_finished(row, point, conditions)
         if reason is None:
             finished[point.name] = row
         else:
@@ -103,10 +114,10 @@ class NextLaunch:
 
 
 def next_to_launch(points: Sequence[Point], rows: Sequence[Mapping], *, search: bool,
-                   tolerance: float = DEFAULT_TOLERANCE) -> NextLaunch:  # fmt: skip
+                   tolerance: float = DEFAULT_TOLERANCE, conditions: str | None = None) -> NextLaunch:  # fmt: skip
     """What a sweep launches next, from the rows on disk alone: the first unfinished point (exhaustive), or the
     search's first proposal (search mode). A resumed sweep asks the same question."""
-    resumed = plan(points, rows)
+    resumed = plan(points, rows, conditions)
     if not search:
         return NextLaunch(resumed.todo[0] if resumed.todo else None, resumed, None)
     proposal = propose(points, search_scores(resumed.finished), tolerance)

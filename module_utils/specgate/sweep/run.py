@@ -3,8 +3,8 @@ which point to launch next, the progress line to print as it starts, and what wa
 
 Stateless like resume.py: the playbook launches the point this answers, writes its row, and asks again, so a
 re-run of the same sweep id continues from the rows on disk (finished points are not launched again, a point
-interrupted mid-bench is redone). The rows are the files `NN-<name>.json` in the sweep's directory, NN the point's
-place in the grid, so a redo rewrites its own file.
+interrupted mid-bench is redone). The rows are the files `<name>.json` in the sweep's directory, each carrying its
+point's key and the sweep's conditions digest (manifest.py): only a row of this point under these conditions counts.
 """
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ from ansible.module_utils.specgate.sweep.grid import Drafter, GridError, Point, 
 from ansible.module_utils.specgate.sweep.pick import DEFAULT_TOLERANCE
 from ansible.module_utils.specgate.sweep.plots import write_plots
 from ansible.module_utils.specgate.sweep.progress import progress_line
-from ansible.module_utils.specgate.sweep.resume import next_to_launch, plan, status
+from ansible.module_utils.specgate.sweep.resume import next_to_launch, plan, row_file, status
 from ansible.module_utils.specgate.sweep.sweep_report import (
-    current_rows,
     robust_winners,
     sweep_document,
     sweep_report_markdown,
@@ -203,31 +202,30 @@ def _points(grid: object, configs: Sequence[Mapping] | None) -> list[SweepPoint]
         raise SweepInputError(str(error)) from error
 
 
-def row_file(points: Sequence[SweepPoint], point: SweepPoint) -> str:
-    """The row's file name: NN-<name>.json, NN the point's place in the grid (a redo rewrites its file)."""
-    return f"{[p.name for p in points].index(point.name) + 1:02d}-{point.name}.json"
-
-
-def describe(points: Sequence[SweepPoint], point: SweepPoint,
-             weights_drafter: Drafter | None = None) -> dict[str, Any]:  # fmt: skip
-    """What the playbook needs of a point: its name, row file, variables, what its row records of it, and its drafter
-    ({key, name, repo, revision, local_path}: ``key`` names it in specgate_weights.drafters; null key: the weights
-    stage's own drafter serves it; null: the point names none and runs on the weights stage's)."""
+def describe(point: SweepPoint, weights_drafter: Drafter | None = None,
+             conditions: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """What the playbook needs of a point: its name, row file, variables, what every row of it records (``row``: its
+    key and the sweep's conditions digest), and its drafter ({key, name, repo, revision, local_path}: ``key`` names it
+    in specgate_weights.drafters; null key: the weights stage's own drafter serves it; null: the point names none and
+    runs on the weights stage's)."""
     drafter = None
     if point.drafter is not None:
         drafter = {"key": None if same_source(point.drafter, weights_drafter) else point.drafter.label,
                    **point.drafter.as_dict()}  # fmt: skip
-    return {"name": point.name, "file": row_file(points, point), "vars": point.service_vars(), "key": point.key(),
-            "cost": list(point.cost()), "drafter": drafter}  # fmt: skip
+    return {"name": point.name, "file": row_file(point.name), "vars": point.service_vars(), "key": point.key(),
+            "row": {"point": point.key(), "conditions": conditions}, "cost": list(point.cost()),
+            "drafter": drafter}  # fmt: skip
 
 
-def started_row(point: SweepPoint) -> dict[str, Any]:
+def started_row(point: SweepPoint, conditions: str | None = None) -> dict[str, Any]:
     """Written as a point's launch begins: a sweep killed before its real row is written redoes the point."""
-    return {"name": point.name, "release": "", "failed": False, "status": "started", "point": point.key()}
+    return {"name": point.name, "release": "", "failed": False, "status": "started", "point": point.key(),
+            "conditions": conditions}  # fmt: skip
 
 
 def next_step(points: Sequence[SweepPoint], rows: Sequence[Mapping], *, search: bool = False,
-              tolerance: float = DEFAULT_TOLERANCE, elapsed_s: float = 0.0) -> Step:  # fmt: skip
+              tolerance: float = DEFAULT_TOLERANCE, elapsed_s: float = 0.0,
+              conditions: str | None = None) -> Step:  # fmt: skip
     """The point to launch next from the rows so far (exhaustive: the first unfinished; search: the search's next
     proposal), with the progress line "point i of N, elapsed, ETA" to print as it starts. The ETA is the median
     launch time of the rows that recorded one (``launch_s``), times the points left."""
@@ -238,7 +236,7 @@ def next_step(points: Sequence[SweepPoint], rows: Sequence[Mapping], *, search: 
         )
     if not 0 <= tolerance < 1:
         raise SweepInputError(f"spec_sweep_tolerance: {tolerance!r} must be a fraction in [0, 1), e.g. 0.01 for 1 %.")
-    resumed = plan(points, rows)
+    resumed = plan(points, rows, conditions)
     finished = resumed.finished
     skipped = tuple({"name": n, "reason": r.get("reason", "")} for n, r in finished.items()
                     if status(r) == "rejected")  # fmt: skip
@@ -247,12 +245,12 @@ def next_step(points: Sequence[SweepPoint], rows: Sequence[Mapping], *, search: 
     launchable = [p for p in points if p.name not in rejected]
     done = [p for p in launchable if p.name in finished]
     if search:
-        answer = next_to_launch(points, rows, search=True, tolerance=tolerance)
+        answer = next_to_launch(points, rows, search=True, tolerance=tolerance, conditions=conditions)
         point, pruned = answer.point, dict(answer.proposal.pruned) if answer.proposal else {}
         notes = tuple(answer.proposal.notes) if answer.proposal else ()
     else:
         point, pruned, notes = (resumed.todo[0] if resumed.todo else None), {}, ()
-    durations = [float(r["launch_s"]) for r in current_rows(rows)
+    durations = [float(r["launch_s"]) for r in finished.values()
                  if r.get("launch_s") is not None and status(r) in ("ok", "failed")]  # fmt: skip
     progress = None
     index = 0
@@ -264,13 +262,15 @@ def next_step(points: Sequence[SweepPoint], rows: Sequence[Mapping], *, search: 
 
 
 def report(directory: Path, sweep_id: str, host: str, points: Sequence[SweepPoint], rows: Sequence[Mapping], *,
-           search: bool = False, tolerance: float = DEFAULT_TOLERANCE,
-           write: bool = True) -> dict[str, Any]:  # fmt: skip
-    """sweep.md (embedding the plots), sweep.json and the PNG plots under ``directory``, from the rows that stand;
+           search: bool = False, tolerance: float = DEFAULT_TOLERANCE, write: bool = True,
+           conditions: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """sweep.md (embedding the plots), sweep.json and the PNG plots under ``directory``, from the rows of the grid's
+    points measured under this sweep's conditions (never a row of other settings or conditions, whatever its name);
     the winners per use case by the robust pick. ``write=False`` (check mode) works them out and writes nothing."""
-    standing = [dict(r) for r in current_rows(rows) if r["name"] in {p.name for p in points}]
+    finished = plan(points, rows, conditions).finished
+    standing = [{k: v for k, v in finished[p.name].items() if k != "_file"} for p in points if p.name in finished]
     best = robust_winners(standing, tolerance)
-    step = next_step(points, rows, search=search, tolerance=tolerance)
+    step = next_step(points, rows, search=search, tolerance=tolerance, conditions=conditions)
     launches = {"mode": "search" if search else "exhaustive",
                 "launched": sum(status(r) in ("ok", "failed") for r in standing), "points": len(points),
                 "pruned": dict(step.pruned), "notes": list(step.notes)}  # fmt: skip

@@ -38,7 +38,7 @@ def host():
     return testinfra.get_host("podman://specgate-gate")
 
 
-def run_sweep(private: Path, reports: Path, extravars: dict) -> ansible_runner.Runner:
+def run_sweep(private: Path, reports: Path, extravars: dict, **runner_options) -> ansible_runner.Runner:
     return ansible_runner.run(
         private_data_dir=str(private),
         project_dir=str(SCENARIO),
@@ -51,6 +51,7 @@ def run_sweep(private: Path, reports: Path, extravars: dict) -> ansible_runner.R
             "MOLECULE_EPHEMERAL_DIRECTORY": str(EPHEMERAL),
             "ANSIBLE_FACT_CACHING": "memory",
         },
+        **runner_options,
     )
 
 
@@ -210,3 +211,48 @@ def test_a_rerun_after_a_kill_mid_bench_launches_only_the_interrupted_point(host
     assert redone["status"] == "ok"
     assert redone["speed_c1_short"] > 0
     assert pointer(host, "active") == pointer(host, "known-good")
+
+
+def test_an_interrupted_sweep_never_changes_what_the_host_deploys(host, grid_sweep, tmp_path):
+    """Ctrl-C while a sweep's point serves, then the same sweep again with spec_gate_unsettled_policy: gate (which
+    would gate and promote a deploy's unsettled candidate): the point is settled by restoring known-good, measured
+    again, and known-good is the release it was before the sweep."""
+    assert grid_sweep[0].status == "successful"  # the grid sweep above ran first and left known-good serving
+    known_good = pointer(host, "known-good")
+    assert pointer(host, "active") == known_good
+    grid = [subgrid("bs16", {"algorithm": ["DFLASH"], "block_size": [16]})]
+    reports = tmp_path / "reports"
+    out = reports / "specgate-gate" / "sweeps" / "interrupted"
+
+    def point_serves() -> bool:
+        """Cancel once the point is the active release, marked a trial, its row still started."""
+        trial = host.file("/opt/specgate/trial")
+        rows = list(out.glob("*dflash-bs16*.json"))
+        return (trial.is_symlink and trial.linked_to == host.file("/opt/specgate/active").linked_to
+                and pointer(host, "active") != known_good and bool(rows)
+                and json.loads(rows[0].read_text() or "{}").get("status") == "started")  # fmt: skip
+
+    (tmp_path / "first").mkdir()
+    cut = run_sweep(tmp_path / "first", reports, {"spec_sweep_id": "interrupted", "spec_sweep_grid": grid},
+                    cancel_callback=point_serves)  # fmt: skip
+    assert cut.status == "canceled", cut.stdout.read()[-3000:]
+    trial = pointer(host, "active")
+    assert trial != known_good
+    assert pointer(host, "trial") == trial
+    assert pointer(host, "known-good") == known_good
+
+    (tmp_path / "again").mkdir()
+    run = run_sweep(tmp_path / "again", reports, {"spec_sweep_id": "interrupted", "spec_sweep_grid": grid,
+                                                  "spec_gate_unsettled_policy": "gate"})  # fmt: skip
+    assert run.status == "successful", run.stdout.read()[-4000:]
+    stdout = " ".join("".join(e.get("stdout", "") for e in run.events).split())  # the callback wraps long lines
+    assert f"Release {trial} serves as a sweep's trial" in stdout
+    assert f"Restoring known-good {known_good}" in stdout
+    assert "Gate the release the earlier run left serving" not in {e["event_data"].get("task") for e in run.events
+                                                                   if e["event"] == "runner_on_ok"}  # fmt: skip
+    assert pointer(host, "known-good") == known_good, "the sweep's point was promoted"
+    assert pointer(host, "active") == known_good
+    assert stdout.count("sweep point ") == 1, "the interrupted point is measured again, once"
+    (row,) = [json.loads(path.read_text()) for path in out.glob("*dflash-bs16*.json")]
+    assert row["status"] == "ok"
+    assert row["speed_c1_short"] > 0

@@ -10,6 +10,13 @@ resume.next_to_launch what to launch from the rows so far, exactly as a resumed 
     scripts/bench_sweep_search.py [--runs 3] [--tolerance 0.01] [--seed 0] [--json OUT] [--report DIR] [--quiet]
 
 Exit status 0 when the search's per-use-case winners equal the exhaustive grid's with at most half its launches.
+
+    scripts/bench_sweep_search.py --surfaces 200 [--noise 0.03] [--runs 3] [--json OUT]
+
+measures both modes instead on a seeded family of generated surfaces (scripts/sweep_surfaces.py: the shape the search
+assumes, independent noise per point and run, crashes and refusals) over three grid shapes of 18, 26 and 58 points,
+and prints per shape the share of (surface, use case) pairs whose pick is within 1 % of the true best, the median and
+worst launch ratio and the worst shortfall: the figures a winner can be trusted by, on data nothing was tuned to.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT / "module_utils") not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
 sys.path.insert(0, str(ROOT / "sim"))
+sys.path.insert(0, str(ROOT / "scripts"))
 
 from ansible.module_utils.specgate.sweep.grid import Point, expand  # noqa: E402 - needs the path set above
 from ansible.module_utils.specgate.sweep.plots import write_plots  # noqa: E402
@@ -45,6 +53,7 @@ from ansible.module_utils.specgate.sweep.sweep_report import (  # noqa: E402
 )
 from specgate_sim.specmodel import SpecConfig  # noqa: E402
 from specgate_sim.sweepbench import bench_result  # noqa: E402
+from sweep_surfaces import GRIDS, METRICS, Launcher, grid_points, shortfall, surface  # noqa: E402
 
 GRID = ROOT / "tests" / "fixtures" / "sweeps" / "field-notes-grid.yml"
 TRAINED_BLOCK_SIZE = 8  # the field notes' drafter (kimi-k26-dflash-b8): bs16 drafts past its training
@@ -132,6 +141,60 @@ def winner_names(result: ModeResult) -> dict[str, str | None]:
     return {key: w["name"] for key, w in result.winners.items()}
 
 
+@dataclass
+class FamilyRun:
+    launches: int
+    launchable: int
+    shortfalls: dict[str, float]  # metric -> how far below the true best the pick truly is
+
+
+FAMILY_MODES = ("exhaustive", "search")
+
+
+def family_run(points: Sequence[Point], surf, mode: str, *, tolerance: float, runs: int) -> FamilyRun:
+    """One mode on one surface (sweep_surfaces.py), each launch under its own noise; the picks as the report makes
+    them (robust_winners)."""
+    launcher = Launcher(surf, runs, seed=FAMILY_MODES.index(mode))
+    launchable = [p.name for p in points if p.name not in surf.rejected]
+
+    def resolve(point: Point) -> str | None:
+        return "refused before launch" if point.name in surf.rejected else None
+
+    result = run_mode(points, launcher, search=mode == "search", tolerance=tolerance, resolve=resolve)
+    picks = {w["metric"]: w["name"] for w in result.winners.values()}
+    return FamilyRun(launcher.count, len(launchable),
+                     {m: shortfall(surf, m, picks.get(m), launchable) for m in METRICS})  # fmt: skip
+
+
+def family(surfaces: int, *, tolerance: float, runs: int, noise: float, first_seed: int = 1000) -> dict:
+    """Both modes on ``surfaces`` seeded surfaces per grid shape: per shape and mode, the share of (surface, use case)
+    pairs whose pick is within 1 % of the true best, the median and worst launch ratio, the worst shortfall."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for shape in GRIDS:
+        points = grid_points(shape)
+        done: dict[str, list[FamilyRun]] = {mode: [] for mode in FAMILY_MODES}
+        for index in range(surfaces):
+            surf = surface(points, first_seed + index, noise=noise)
+            for mode in FAMILY_MODES:
+                done[mode].append(family_run(points, surf, mode, tolerance=tolerance, runs=runs))
+        out[shape] = {}
+        for mode, mode_runs in done.items():
+            falls = [f for r in mode_runs for f in r.shortfalls.values()]
+            ratios = sorted(r.launches / r.launchable for r in mode_runs)
+            out[shape][mode] = {"points": len(points), "within_1pct": sum(f <= 0.01 for f in falls) / len(falls),
+                                "median_launch_ratio": ratios[len(ratios) // 2], "worst_launch_ratio": ratios[-1],
+                                "worst_shortfall": max(falls)}  # fmt: skip
+    return out
+
+
+def print_family(results: dict) -> None:
+    print(f"{'grid':>5} {'mode':>11} {'within 1 %':>10} {'launches median':>16} {'worst':>6} {'worst shortfall':>16}")
+    for modes in results.values():
+        for mode, m in modes.items():
+            print(f"{m['points']:>5} {mode:>11} {m['within_1pct']:>10.2f} {m['median_launch_ratio']:>15.2f}x "
+                  f"{m['worst_launch_ratio']:>5.2f}x {m['worst_shortfall']:>15.1%}")  # fmt: skip
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3, help="benchmark runs per point (the noise-aware score needs 3)")
@@ -140,7 +203,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write both modes' launches, times and winners here")
     parser.add_argument("--report", type=Path, help="write each mode's sweep.md, sweep.json and plots under DIR/<mode>")
     parser.add_argument("--quiet", action="store_true", help="leave out the progress line printed per point")
+    parser.add_argument("--surfaces", type=int, default=0,
+                        help="instead: both modes on this many seeded surfaces per grid shape (sweep_surfaces.py)")
+    parser.add_argument("--noise", type=float, default=0.03, help="with --surfaces: each run's noise (fraction)")
     args = parser.parse_args(argv)
+    if args.surfaces:
+        results = family(args.surfaces, tolerance=args.tolerance, runs=args.runs, noise=args.noise)
+        print_family(results)
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=1))
+        return 0
     points = expand(yaml.safe_load(GRID.read_text())["spec_sweep_grid"])
     say = None if args.quiet else print
     results = [run_mode(points, lambda p: sim_launch(p, args.runs, args.seed), search=s, tolerance=args.tolerance,

@@ -40,7 +40,7 @@ GRID = [
      "parallel_presets": {"crash": {"sglang_service_extra_env": {**SIM_ENV,
                                                                  "SPECGATE_SIM_FAULT_CRASH_DURING_LOAD": "1"}}}},
 ]  # fmt: skip
-ROWS = ("01-dflash-bs8.json", "02-dflash-bs16.json", "03-dflash-bs16-crash.json")
+ROWS = ("dflash-bs8.json", "dflash-bs16.json", "dflash-bs16-crash.json")
 SWEEP_ID = "drafters"
 
 

@@ -84,7 +84,7 @@ def test_the_sweep_runs_every_config_and_restores_known_good(host, sweep):
 def test_each_config_has_its_row_on_the_controller_and_the_crash_its_reason(sweep):
     _, out = sweep
     names = ("bs8", "crash", "bs16")
-    rows = [json.loads((out / f"{i:02d}-{name}.json").read_text()) for i, name in enumerate(names, start=1)]
+    rows = [json.loads((out / f"{name}.json").read_text()) for name in names]
     assert [r["name"] for r in rows] == ["bs8", "crash", "bs16"]
     assert [r["failed"] for r in rows] == [False, True, False]
     assert "did not become ready" in rows[1]["reason"]
@@ -136,7 +136,7 @@ GRID = [
     subgrid("bs16", {"algorithm": ["DFLASH"], "block_size": [16]}),
     subgrid("ddtree", {"algorithm": ["DDTREE"], "block_size": [8], "budget": [4], "topk": [4]}),
 ]  # fmt: skip
-GRID_FILES = ("01-dflash-bs8.json", "02-dflash-bs8-crash.json", "03-dflash-bs16.json", "04-bs8-b4-t4.json")
+GRID_FILES = ("dflash-bs8.json", "dflash-bs8-crash.json", "dflash-bs16.json", "bs8-b4-t4.json")
 
 
 @pytest.fixture(scope="module")
@@ -155,6 +155,11 @@ def test_the_grid_sweep_runs_its_points_skips_the_rejected_one_and_restores_know
     assert host.service("sglang").is_running
     rows = [json.loads((out / name).read_text()) for name in GRID_FILES]
     assert [r["status"] for r in rows] == ["ok", "failed", "ok", "rejected"]
+    # Every row, whatever its status, carries its point's key and the sweep's conditions digest (manifest.json).
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert {r["conditions"] for r in rows} == {manifest["conditions_digest"]}
+    assert manifest["conditions"]["engine"]["renders_for"] == "0.5.23"
+    assert {r["name"]: r["point"] for r in rows} == manifest["points"]
     assert "did not become ready" in rows[1]["reason"]
     assert "DDTREE needs an SGLang install carrying the DDTree pull request" in rows[3]["reason"]
     assert rows[3]["release"] == ""  # never deployed
@@ -197,17 +202,17 @@ def test_a_rerun_after_a_kill_mid_bench_launches_only_the_interrupted_point(host
     assert set(first) == set(GRID_FILES)
     # The sweep was killed while dflash-bs16 was being benchmarked: its row says started.
     started = {"name": "dflash-bs16", "release": "", "failed": False, "status": "started",
-               "point": json.loads(first["03-dflash-bs16.json"])["point"]}  # fmt: skip
-    (out / "03-dflash-bs16.json").write_text(json.dumps(started))
+               "point": json.loads(first["dflash-bs16.json"])["point"]}  # fmt: skip
+    (out / "dflash-bs16.json").write_text(json.dumps(started))
     (private / "again").mkdir()
     run = run_sweep(private / "again", reports, {"spec_sweep_id": "grid", "spec_sweep_grid": GRID})
     assert run.status == "successful", run.stdout.read()[-4000:]
     stdout = " ".join("".join(e.get("stdout", "") for e in run.events).split())  # the callback wraps long lines
     assert "sweep point 3 of 3: dflash-bs16" in stdout  # two of the three launchable points are finished
     assert stdout.count("sweep point ") == 1, "only the interrupted point is launched again"
-    for name in ("01-dflash-bs8.json", "02-dflash-bs8-crash.json", "04-bs8-b4-t4.json"):
+    for name in ("dflash-bs8.json", "dflash-bs8-crash.json", "bs8-b4-t4.json"):
         assert (out / name).read_text() == first[name], f"{name} was rewritten"
-    redone = json.loads((out / "03-dflash-bs16.json").read_text())
+    redone = json.loads((out / "dflash-bs16.json").read_text())
     assert redone["status"] == "ok"
     assert redone["speed_c1_short"] > 0
     assert pointer(host, "active") == pointer(host, "known-good")

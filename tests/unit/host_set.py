@@ -32,6 +32,7 @@ CONTROLLER_ONLY = {
     "test_spec_gate_accept_ceiling": "a filter plugin: controller-side, judged in the settings check",
     "test_shipped_configs": "validates configs/, which the controller renders",
     "test_sglang_flags_contract": "reads roles/ YAML",
+    "test_sweep_manifest": "drives the sweep's resume and report (controller-side: jinja2, matplotlib)",
     "test_sweep_surfaces": "scripts/sweep_surfaces.py generates the search benchmark's surfaces on the controller",
     "test_sweep_field_notes": "drives the sweep (controller-side) over the sim's engine (specgate_sim)",
     "test_sweep_grid": "the sweep plans on the controller (module_utils/specgate/sweep needs jinja2)",

@@ -113,6 +113,13 @@ options:
     description: The host swept, for the report's title (C(state=report)).
     type: str
     default: ""
+  plot_by:
+    description: What labels a series in the plots (C(state=report)) - empty, each config's name; else the point's
+      settings (C(algorithm), C(block_size), C(budget), C(topk), C(window), C(parallel), C(drafter)) or
+      sglang_service_* variables to label it by, each with its value (as vLLM's C(--label-by)).
+    type: list
+    elements: str
+    default: []
 """
 
 EXAMPLES = r"""
@@ -268,6 +275,7 @@ def main() -> None:
             "on_change": {"type": "str", "choices": list(ON_CHANGE), "default": "refuse"},
             "sweep_id": {"type": "str", "default": "sweep"},
             "host": {"type": "str", "default": ""},
+            "plot_by": {"type": "list", "elements": "str", "default": []},
         },
         supports_check_mode=True,
     )
@@ -291,7 +299,8 @@ def main() -> None:
         drafters = sweep_drafters(points, weights_drafter)
         if p["state"] == "report":
             written = report(directory, p["sweep_id"], p["host"], points, rows, search=p["search"],
-                             tolerance=p["tolerance"], write=not module.check_mode, conditions=conditions)  # fmt: skip
+                             tolerance=p["tolerance"], write=not module.check_mode, conditions=conditions,
+                             plot_by=p["plot_by"])  # fmt: skip
             module.exit_json(changed=not module.check_mode, points=listed, drafters=drafters, **written)
         elapsed = time.time() - p["started"] if p["started"] is not None else 0.0
         step = next_step(points, rows, search=p["search"], tolerance=p["tolerance"], elapsed_s=elapsed,

@@ -49,10 +49,10 @@ def test_a_failed_point_counts_as_measured_and_worst():
 
 def test_a_flat_step_is_said_as_a_possible_miss():
     points = expand({"axes": {"block_size": [8], "budget": [4, 8, 12]}})
-    scores = {"bs8-b4-tNone": {"u": 100.0}, "bs8-b8-tNone": {"u": 100.0}}
+    scores = {"bs8-b4": {"u": 100.0}, "bs8-b8": {"u": 100.0}}
     proposal = propose(points, scores)
     assert proposal.points == ()
-    assert any("flat within 1%" in n and "bs8-b12-tNone" in n for n in proposal.notes)
+    assert any("flat within 1%" in n and "bs8-b12" in n for n in proposal.notes)
 
 
 def test_a_branch_is_not_pruned_because_its_shared_point_crashed():

@@ -108,7 +108,10 @@ class Point:
 def point_name(algorithm: str, block: int, budget: int | None, topk: int | None, *, window: int | None,
                parallel: str | None, drafter: Drafter | None = None) -> str:  # fmt: skip
     """The point's name; ``drafter`` only where a drafter axis sets it (the name says which drafter)."""
-    name = f"bs{block}-b{budget}-t{topk}" if algorithm == "DDTREE" else f"{algorithm.lower()}-bs{block}"
+    if algorithm == "DDTREE":  # the settings a grid leaves unset (SGLang's default) are left out of the name
+        name = f"bs{block}" + (f"-b{budget}" if budget is not None else "") + (f"-t{topk}" if topk is not None else "")
+    else:
+        name = f"{algorithm.lower()}-bs{block}"
     if window is not None:
         name += f"-w{window}"
     if parallel:

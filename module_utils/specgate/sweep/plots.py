@@ -1,8 +1,12 @@
 """The sweep report's plots (matplotlib, Agg: the controller has no display), drawn from the rows' cell means.
 
-Three kinds: output tok/s vs concurrency per config; acceptance length vs budget per block size, one figure per
-prompt set and context; per-user vs per-GPU tok/s with the Pareto front (vLLM's `plot_pareto`). Each `*_figure`
-returns the figure so tests can read its series; `write_plots` saves them and returns the paths.
+Three kinds: output tok/s vs concurrency per config; acceptance length vs the tokens drafted per step (a DDTree's
+budget, a DFlash chain's block size - 1), a line per block size, top-k and window, one figure per prompt set and
+context; per-user vs per-GPU tok/s with the Pareto front (vLLM's `plot_pareto`), one figure per prompt set and context
+(a front across contexts compares cells no deployment serves at once). Series are labelled by the config's name, or by
+the settings ``label_by`` names (spec_sweep_plot_by, as vLLM's `--label-by`), each with its real value; series that
+overlap stay apart by line style and open or filled markers. Each `*_figure(s)` returns figures so tests can read their
+series; `write_plots` saves them and returns the paths.
 """
 
 from __future__ import annotations
@@ -21,16 +25,62 @@ def _ok(rows: Sequence[Mapping]) -> list[Mapping]:
     return [r for r in rows if not r.get("failed") and r.get("cells")]
 
 
-def _style(index: int) -> dict:
-    """A colour of tab20 and a marker per config: a grid's 18+ configs stay apart (the default cycle has 10)."""
-    return {"color": plt.get_cmap("tab20")(index % 20), "marker": "osD^v<>"[index // 20 % 7]}
+LINE_STYLES = ("-", "--", ":", "-.")
+# How a setting of a point reads in a legend (spec_sweep_plot_by names them).
+SETTING_LABELS = {"algorithm": "", "block_size": "bs", "budget": "budget ", "topk": "top-k ", "window": "window ",
+                  "parallel": "", "drafter": "drafter "}  # fmt: skip
+
+
+def _colour(index: int) -> tuple:
+    return plt.get_cmap("tab20")(index % 20)
+
+
+def _line_style(index: int) -> dict:
+    """A colour of tab20, a marker, a line style, and open markers every other series: a grid's 18+ configs stay apart,
+    and two series of identical values still show both (the default cycle has 10 colours, solid lines only)."""
+    colour = _colour(index)
+    return {"color": colour, "marker": "osD^v<>"[index // 2 % 7], "linestyle": LINE_STYLES[index % len(LINE_STYLES)],
+            "markerfacecolor": "none" if index % 2 else colour, "markersize": 7 if index % 2 else 5}  # fmt: skip
+
+
+def _scatter_style(index: int) -> dict:
+    colour = _colour(index)
+    return {"edgecolors": colour, "facecolors": "none" if index % 2 else colour, "marker": "osD^v<>"[index // 2 % 7]}
+
+
+def _value(value: object) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, Mapping):  # a drafter
+        return str(value.get("name") or value.get("repo") or value.get("local_path") or "none")
+    return str(value)
+
+
+def series_label(row: Mapping, label_by: Sequence[str] = ()) -> str:
+    """A config's series label: its name, or the settings ``label_by`` names, each with its value (a setting of the
+    point's key, or one of its sglang_service_* variables)."""
+    if not label_by:
+        return str(row["name"])
+    point = row.get("point") or {}
+    variables = {**(row.get("vars") or {}), **(point.get("vars") or {})}
+    parts = []
+    for setting in label_by:
+        value = point[setting] if setting in point else variables.get(setting)
+        prefix = SETTING_LABELS.get(setting, f"{setting.removeprefix('sglang_service_')} ")
+        parts.append(f"{prefix}{_value(value)}")
+    return ", ".join(parts)
 
 
 def _legend(ax) -> None:
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    if ax.get_legend_handles_labels()[1]:
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
 
 
-def throughput_figure(rows: Sequence[Mapping]) -> Figure:
+def _cells_keys(rows: Sequence[Mapping]) -> list[tuple[str, int]]:
+    return sorted({(c["set"], c["context_tokens"]) for r in _ok(rows) for c in r["cells"]})
+
+
+def throughput_figure(rows: Sequence[Mapping], label_by: Sequence[str] = ()) -> Figure:
     """Output tok/s vs concurrency, one line per config (mean over prompt sets and contexts)."""
     fig, ax = plt.subplots(figsize=(8, 5))
     for index, row in enumerate(_ok(rows)):
@@ -39,8 +89,11 @@ def throughput_figure(rows: Sequence[Mapping]) -> Figure:
             if c.get("output_tok_s") is not None:
                 by_conc.setdefault(c["concurrency"], []).append(c["output_tok_s"])
         xs = sorted(by_conc)
-        ax.plot(xs, [sum(by_conc[x]) / len(by_conc[x]) for x in xs], label=row["name"], **_style(index))
+        ax.plot(xs, [sum(by_conc[x]) / len(by_conc[x]) for x in xs], label=series_label(row, label_by),
+                **_line_style(index))  # fmt: skip
+    levels = sorted({c["concurrency"] for r in _ok(rows) for c in r["cells"]})
     ax.set_xscale("log", base=2)
+    ax.set_xticks(levels, [str(level) for level in levels])  # the concurrency levels run, not powers of two
     ax.set_xlabel("concurrency")
     ax.set_ylabel("output tok/s")
     ax.set_title("Output throughput vs concurrency")
@@ -48,31 +101,48 @@ def throughput_figure(rows: Sequence[Mapping]) -> Figure:
     return fig
 
 
+def drafted_per_step(point: Mapping) -> int | None:
+    """The x of the acceptance plot: tokens drafted per step, a DDTree's budget or a DFlash chain's block size - 1."""
+    if point.get("budget"):
+        return int(point["budget"])
+    if point.get("block_size"):
+        return int(point["block_size"]) - 1
+    return None
+
+
+def acceptance_line_label(point: Mapping) -> str:
+    """A line of the acceptance plot: the settings its points share (algorithm, block size, top-k, window)."""
+    algorithm = point.get("algorithm") or ""
+    chain = "" if algorithm == "DDTREE" else " chain"
+    label = f"{algorithm}{chain} bs{point.get('block_size')}"
+    if point.get("topk") is not None:
+        label += f" top-k {point['topk']}"
+    return f"{label} window {_value(point.get('window'))}"
+
+
 def acceptance_figures(rows: Sequence[Mapping]) -> dict[tuple[str, int], Figure]:
-    """Per prompt set and context: acceptance length (lowest concurrency) vs DDTree budget, a line per block size
-    and window, so how acceptance grows with the tree and with the block is seen side by side."""
+    """Per prompt set and context: acceptance length (lowest concurrency) vs the tokens drafted per step, a line per
+    block size, top-k and window, so how acceptance grows with the tree and with the block is seen side by side."""
     figures: dict[tuple[str, int], Figure] = {}
-    keys = sorted({(c["set"], c["context_tokens"]) for r in _ok(rows) for c in r["cells"]})
-    for set_name, context in keys:
+    for set_name, context in _cells_keys(rows):
         fig, ax = plt.subplots(figsize=(7, 4.5))
         lines: dict[str, list[tuple[int, float]]] = {}
         for row in _ok(rows):
             point = row.get("point") or {}
-            budget = point.get("budget") or point.get("block_size")
-            if budget is None:
+            drafted = drafted_per_step(point)
+            if drafted is None:
                 continue
-            label = f"bs{point.get('block_size')} t{point.get('topk')} window {point.get('window') or 'none'}"
             cells = [c for c in row["cells"] if c["set"] == set_name and c["context_tokens"] == context
                      and c.get("accept_length_request") is not None]  # fmt: skip
             if cells:
                 lowest = min(cells, key=lambda c: c["concurrency"])
-                lines.setdefault(label, []).append((budget, lowest["accept_length_request"]))
+                lines.setdefault(acceptance_line_label(point), []).append((drafted, lowest["accept_length_request"]))
         for index, (label, pts) in enumerate(sorted(lines.items())):
             pts.sort()
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], label=label, **_style(index))
-        ax.set_xlabel("DDTree budget (block size - 1 without a tree)")
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], label=label, **_line_style(index))
+        ax.set_xlabel("tokens drafted per step (DDTree budget; block size - 1 for a DFlash chain)")
         ax.set_ylabel("acceptance length")
-        ax.set_title(f"Acceptance length vs budget: {set_name}, context {context}")
+        ax.set_title(f"Acceptance length vs tokens drafted: {set_name}, context {context}")
         _legend(ax)
         figures[(set_name, context)] = fig
     return figures
@@ -87,32 +157,42 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[tuple[float, flo
     return sorted(front)
 
 
-def pareto_figure(rows: Sequence[Mapping]) -> Figure:
-    """Per-user tok/s vs per-GPU tok/s, every config's cells, with the Pareto front."""
-    fig, ax = plt.subplots(figsize=(7, 5))
-    everything: list[tuple[float, float]] = []
-    for index, row in enumerate(_ok(rows)):
-        pts = [(c["per_gpu_tok_s"], c["per_user_tok_s"]) for c in row["cells"]
-               if c.get("per_gpu_tok_s") is not None and c.get("per_user_tok_s") is not None]  # fmt: skip
-        everything += pts
-        ax.scatter([p[0] for p in pts], [p[1] for p in pts], label=row["name"], s=18, **_style(index))
-    front = pareto_front(everything)
-    ax.plot([p[0] for p in front], [p[1] for p in front], color="black", linewidth=1.5, label="Pareto front")
-    ax.set_xlabel("output tok/s per GPU")
-    ax.set_ylabel("output tok/s per user")
-    ax.set_title("Per-user vs per-GPU throughput")
-    _legend(ax)
-    return fig
+def pareto_figures(rows: Sequence[Mapping], label_by: Sequence[str] = ()) -> dict[tuple[str, int], Figure]:
+    """Per prompt set and context: per-user tok/s vs per-GPU tok/s, every config's cells (one per concurrency), with
+    that set's and context's Pareto front."""
+    figures: dict[tuple[str, int], Figure] = {}
+    for set_name, context in _cells_keys(rows):
+        fig, ax = plt.subplots(figsize=(7, 5))
+        everything: list[tuple[float, float]] = []
+        for index, row in enumerate(_ok(rows)):
+            pts = [(c["per_gpu_tok_s"], c["per_user_tok_s"]) for c in row["cells"]
+                   if c["set"] == set_name and c["context_tokens"] == context
+                   and c.get("per_gpu_tok_s") is not None and c.get("per_user_tok_s") is not None]  # fmt: skip
+            everything += pts
+            ax.scatter([p[0] for p in pts], [p[1] for p in pts], label=series_label(row, label_by), s=22,
+                       **_scatter_style(index))  # fmt: skip
+        front = pareto_front(everything)
+        ax.plot([p[0] for p in front], [p[1] for p in front], color="black", linewidth=1.5, label="Pareto front")
+        ax.set_xlabel("output tok/s per GPU")
+        ax.set_ylabel("output tok/s per user")
+        ax.set_title(f"Per-user vs per-GPU throughput: {set_name}, context {context}")
+        _legend(ax)
+        figures[(set_name, context)] = fig
+    return figures
 
 
-def write_plots(rows: Sequence[Mapping], directory: Path) -> list[Path]:
-    """Save every plot as PNG under ``directory``; the paths written, in the order the report embeds them."""
+def write_plots(rows: Sequence[Mapping], directory: Path, label_by: Sequence[str] = ()) -> list[Path]:
+    """Save every plot as PNG under ``directory``; the paths written, in the order the report embeds them. Nothing
+    ran: no plot."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    figures = [("throughput-vs-concurrency.png", throughput_figure(rows))]
+    if not _ok(rows):
+        return []
+    figures = [("throughput-vs-concurrency.png", throughput_figure(rows, label_by))]
     figures += [(f"acceptance-{set_name}-ctx{context}.png", fig)
                 for (set_name, context), fig in acceptance_figures(rows).items()]  # fmt: skip
-    figures.append(("pareto-per-user-vs-per-gpu.png", pareto_figure(rows)))
+    figures += [(f"pareto-{set_name}-ctx{context}.png", fig)
+                for (set_name, context), fig in pareto_figures(rows, label_by).items()]  # fmt: skip
     written = []
     for name, fig in figures:
         path = directory / name

@@ -263,7 +263,7 @@ def next_step(points: Sequence[SweepPoint], rows: Sequence[Mapping], *, search: 
 
 def report(directory: Path, sweep_id: str, host: str, points: Sequence[SweepPoint], rows: Sequence[Mapping], *,
            search: bool = False, tolerance: float = DEFAULT_TOLERANCE, write: bool = True,
-           conditions: str | None = None) -> dict[str, Any]:  # fmt: skip
+           conditions: str | None = None, plot_by: Sequence[str] = ()) -> dict[str, Any]:  # fmt: skip
     """sweep.md (embedding the plots), sweep.json and the PNG plots under ``directory``, from the rows of the grid's
     points measured under this sweep's conditions (never a row of other settings or conditions, whatever its name);
     the winners per use case by the robust pick. ``write=False`` (check mode) works them out and writes nothing."""
@@ -275,7 +275,7 @@ def report(directory: Path, sweep_id: str, host: str, points: Sequence[SweepPoin
                 "launched": sum(status(r) in ("ok", "failed") for r in standing), "points": len(points),
                 "pruned": dict(step.pruned), "notes": list(step.notes)}  # fmt: skip
     directory = Path(directory)
-    plots = [str(p) for p in write_plots(standing, directory)] if write else []
+    plots = [str(p) for p in write_plots(standing, directory, plot_by)] if write else []
     markdown = sweep_report_markdown(sweep_id, host, standing, best, plots=plots, launches=launches)
     document = sweep_document(sweep_id, host, standing, best, plots=plots, launches=launches)
     if write:

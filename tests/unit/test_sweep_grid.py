@@ -63,6 +63,14 @@ def test_parallel_presets_and_drafters_are_carried_and_every_drafter_listed_once
         ({"axes": {"block_size": [8]}, "colour": 1}, r"unknown key\(s\) colour"),
         ([], r"spec_sweep_grid: empty"),
         ([{"axes": {"block_size": [8]}}, {"axes": {"block_size": [8]}}], r"point .* comes out of two sub-grids"),
+        ({"axes": {"algorithm": ["none"], "block_size": [8]}},
+         r"axes: block_size do not apply to algorithm none \(it takes no axis but parallel\)"),
+        ({"axes": {"algorithm": ["EAGLE3"], "num_steps": [3], "budget": [8]}},
+         r"budget do not apply to algorithm EAGLE3 \(it takes drafter, eagle_topk, num_draft_tokens, num_steps\)"),
+        ({"axes": {"algorithm": ["DFLASH"], "block_size": [8], "num_steps": [3]}},
+         r"num_steps do not apply to algorithm DFLASH"),
+        ({"axes": {"algorithm": ["none"]}, "drafter": "b8"}, r"\.drafter: a drafter for algorithm none"),
+        ({"axes": {"algorithm": ["EAGLE3"], "num_steps": [0]}}, r"axes\.num_steps: 0 is not a positive integer"),
     ],
 )
 def test_bad_grids_are_refused_naming_the_entry_and_the_axis(grid, message):
@@ -91,3 +99,28 @@ def test_constraints_keep_only_the_points_where_all_hold():
     points = expand({"axes": {"block_size": [16], "budget": [16, 32], "topk": [4, 8]},
                      "constraints": ["topk * 4 == budget"]})  # fmt: skip
     assert [p.name for p in points] == ["bs16-b16-t4", "bs16-b32-t8"]
+
+
+def test_baselines_and_other_algorithms_are_grid_points_beside_ddtree():
+    grid = [
+        {"name": "baseline", "axes": {"algorithm": ["none"]}},
+        {"name": "chain", "axes": {"algorithm": ["DFLASH"], "block_size": [8]}},
+        {"name": "eagle", "axes": {"algorithm": ["EAGLE3"], "num_steps": [3, 5], "eagle_topk": [1],
+                                   "num_draft_tokens": [4]}, "drafter": {"repo": "org/eagle3", "revision": "e1"}},
+        {"name": "mtp", "axes": {"algorithm": ["NEXTN"], "num_steps": [1]}},
+        {"name": "tree", "axes": {"block_size": [8], "budget": [8], "topk": [4]}},
+    ]  # fmt: skip
+    points = {p.name: p for p in expand(grid)}
+    assert list(points) == ["nospec", "dflash-bs8", "eagle3-s3-k1-d4", "eagle3-s5-k1-d4", "mtp-s1", "bs8-b8-t4"]
+    nospec = points["nospec"]
+    assert nospec.service_vars() == {"sglang_service_algorithm": "none"}
+    assert nospec.drafter is None
+    assert min(points.values(), key=lambda p: p.cost()).name == "nospec"  # the cheapest: verifies one token
+    eagle = points["eagle3-s5-k1-d4"]
+    assert eagle.service_vars()["sglang_service_num_steps"] == 5
+    assert eagle.service_vars()["sglang_service_num_draft_tokens"] == 4
+    assert "sglang_service_block_size" not in eagle.service_vars()
+    assert eagle.key()["num_steps"] == 5 and "num_steps" not in points["bs8-b8-t4"].key()  # noqa: PT018
+    assert eagle.drafter == Drafter("org/eagle3", "e1")
+    # Each baseline or EAGLE3/NEXTN point is a branch of its own: the search launches it, no climb passes it by.
+    assert len({p.branch() for p in points.values()}) == len(points)

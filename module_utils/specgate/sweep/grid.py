@@ -22,10 +22,23 @@ AXIS_VARS = {
     "budget": "sglang_service_ddtree_budget",
     "topk": "sglang_service_ddtree_topk",
     "window": "sglang_service_draft_window",
+    "num_steps": "sglang_service_num_steps",
+    "eagle_topk": "sglang_service_eagle_topk",
+    "num_draft_tokens": "sglang_service_num_draft_tokens",
 }
-ALGORITHMS = ("DFLASH", "DDTREE")  # the algorithms with a block, a budget and a window (the field notes' sweep)
+BLOCK_ALGORITHMS = ("DFLASH", "DDTREE")  # a block, a budget and a window (the field notes' sweep)
+DRAFT_MODEL_ALGORITHMS = ("EAGLE3", "NEXTN")  # steps, top-k and draft tokens (NEXTN: the model's own MTP layers)
+BASELINE = "none"  # no speculation: the baseline every speed-up is measured against
+ALGORITHMS = (BASELINE, *BLOCK_ALGORITHMS, *DRAFT_MODEL_ALGORITHMS)
+# Which axes each kind of algorithm takes; the others must not be set for it.
+ALGORITHM_AXES = {
+    BASELINE: set(),
+    **{a: {"block_size", "budget", "topk", "window", "drafter"} for a in BLOCK_ALGORITHMS},
+    **{a: {"num_steps", "eagle_topk", "num_draft_tokens", "drafter"} for a in DRAFT_MODEL_ALGORITHMS},
+}
 ORDERED_AXES = ("budget", "topk")  # along these throughput is unimodal (field notes: tok/s falls past budget 8)
 AXES = (*AXIS_VARS, "parallel", "drafter")
+EAGLE_AXES = ("num_steps", "eagle_topk", "num_draft_tokens")
 # The service variables a point's drafter sets (from the weights stage's download): a sub-grid naming a drafter
 # leaves them to it.
 DRAFTER_VARS = ("sglang_service_drafter_path", "sglang_service_drafter_revision")
@@ -65,51 +78,74 @@ class Point:
 
     name: str
     algorithm: str
-    block_size: int
+    block_size: int | None
     budget: int | None
     topk: int | None
     window: int | None
     parallel: str | None = None
     drafter: Drafter | None = None
     extra_vars: tuple[tuple[str, Any], ...] = field(default=())
+    num_steps: int | None = None  # EAGLE3 / NEXTN
+    eagle_topk: int | None = None
+    num_draft_tokens: int | None = None
 
     @property
     def verify_tokens(self) -> int:
-        """Tokens the target verifies per request and step: the step's cost (tree nodes + root, or the block)."""
-        return (self.budget or self.block_size - 1) + 1 if self.algorithm == "DDTREE" else self.block_size
+        """Tokens the target verifies per request and step: the step's cost (tree nodes + root, the block, the draft
+        tokens of EAGLE3/NEXTN, or one token without speculation)."""
+        if self.algorithm == "DDTREE":
+            return (self.budget or (self.block_size or 1) - 1) + 1
+        if self.algorithm in BLOCK_ALGORITHMS:
+            return self.block_size or 1
+        if self.algorithm in DRAFT_MODEL_ALGORITHMS:
+            return self.num_draft_tokens or (self.num_steps or 0) + 1
+        return 1
 
     def cost(self) -> tuple[int, int, int]:
         """Cheaper first: the verify step's size, then the tree's branching, then the drafter's depth."""
-        return (self.verify_tokens, self.topk or 1, self.block_size)
+        return (self.verify_tokens, self.topk or self.eagle_topk or 1, self.block_size or self.num_steps or 0)
 
     def branch(self) -> tuple:
-        """The unordered coordinates: points of one branch differ only along ORDERED_AXES."""
-        return (self.algorithm, self.block_size, self.window, self.parallel, self.drafter)
+        """The unordered coordinates: points of one branch differ only along ORDERED_AXES (a baseline's or an
+        EAGLE3/NEXTN point's settings are all its own: each is a branch of one)."""
+        base = (self.algorithm, self.block_size, self.window, self.parallel, self.drafter)
+        return base if self.algorithm in BLOCK_ALGORITHMS else (*base, self.num_steps, self.eagle_topk,
+                                                                 self.num_draft_tokens)  # fmt: skip
 
     def coords(self) -> tuple[int, int]:
         return (self.budget or 0, self.topk or 0)
 
     def key(self) -> dict[str, Any]:
         """What identifies the point on disk (a row of another setting under the same name is not this point's)."""
-        return {"algorithm": self.algorithm, "block_size": self.block_size, "budget": self.budget, "topk": self.topk,
-                "window": self.window, "parallel": self.parallel,
-                "drafter": None if self.drafter is None else self.drafter.as_dict(),
-                "vars": dict(self.extra_vars)}  # fmt: skip
+        key = {"algorithm": self.algorithm, "block_size": self.block_size, "budget": self.budget, "topk": self.topk,
+               "window": self.window, "parallel": self.parallel,
+               "drafter": None if self.drafter is None else self.drafter.as_dict(),
+               "vars": dict(self.extra_vars)}  # fmt: skip
+        key.update({axis: getattr(self, axis) for axis in EAGLE_AXES if getattr(self, axis) is not None})
+        return key
 
     def service_vars(self) -> dict[str, Any]:
-        """The sglang_service_* variables this point deploys with."""
-        values = {"algorithm": self.algorithm, "block_size": self.block_size, "budget": self.budget,
-                  "topk": self.topk, "window": self.window}  # fmt: skip
-        out = {AXIS_VARS[axis]: value for axis, value in values.items()}
+        """The sglang_service_* variables this point deploys with (a sweep puts back what another point set)."""
+        axes = ["algorithm", *(a for a in AXIS_VARS if a in ALGORITHM_AXES[self.algorithm])]
+        out = {AXIS_VARS[axis]: getattr(self, axis) for axis in axes}  # the settings of its kind of algorithm
         out.update(dict(self.extra_vars))
         return out
 
 
-def point_name(algorithm: str, block: int, budget: int | None, topk: int | None, *, window: int | None,
-               parallel: str | None, drafter: Drafter | None = None) -> str:  # fmt: skip
-    """The point's name; ``drafter`` only where a drafter axis sets it (the name says which drafter)."""
-    if algorithm == "DDTREE":  # the settings a grid leaves unset (SGLang's default) are left out of the name
+def point_name(algorithm: str, block: int | None, budget: int | None, topk: int | None, *, window: int | None,
+               parallel: str | None, drafter: Drafter | None = None,
+               eagle: Mapping[str, int | None] | None = None) -> str:  # fmt: skip
+    """The point's name; ``drafter`` only where a drafter axis sets it (the name says which drafter). Settings a grid
+    leaves unset (SGLang's default) are left out of it."""
+    eagle = eagle or {}
+    if algorithm == "DDTREE":
         name = f"bs{block}" + (f"-b{budget}" if budget is not None else "") + (f"-t{topk}" if topk is not None else "")
+    elif algorithm == BASELINE:
+        name = "nospec"
+    elif algorithm in DRAFT_MODEL_ALGORITHMS:
+        name = ("mtp" if algorithm == "NEXTN" else algorithm.lower()) + "".join(
+            f"-{short}{eagle[axis]}" for axis, short in (("num_steps", "s"), ("eagle_topk", "k"),
+                                                        ("num_draft_tokens", "d")) if eagle.get(axis) is not None)
     else:
         name = f"{algorithm.lower()}-bs{block}"
     if window is not None:
@@ -211,8 +247,18 @@ def _subgrid(index: int, raw: object) -> list[Point]:
         raise GridError(f"{where}.axes: give the axes to sweep, e.g. {{block_size: [8], budget: [4, 8]}}.")
     axes = {axis: _check_axis(where, axis, values) for axis, values in axes_raw.items()}
     axes.setdefault("algorithm", ["DDTREE"])
-    if "block_size" not in axes:
-        raise GridError(f"{where}.axes.block_size: missing; every point needs a block size.")
+    for algorithm in axes["algorithm"]:
+        foreign = sorted(set(axes) - {"algorithm", "parallel"} - ALGORITHM_AXES[algorithm]
+                         - ({"drafter"} if algorithm != BASELINE else set()))  # fmt: skip
+        if foreign:
+            takes = ", ".join(sorted(ALGORITHM_AXES[algorithm])) or "no axis but parallel"
+            raise GridError(f"{where}.axes: {', '.join(foreign)} do not apply to algorithm {algorithm} (it takes "
+                            f"{takes}); sweep them in a sub-grid of their own algorithm.")  # fmt: skip
+        if algorithm in BLOCK_ALGORITHMS and "block_size" not in axes:
+            raise GridError(f"{where}.axes.block_size: missing; every {algorithm} point needs a block size.")
+    if raw.get("drafter") is not None and BASELINE in axes["algorithm"]:
+        raise GridError(f"{where}.drafter: a drafter for algorithm none (no speculation); drop it, or give the "
+                        "baseline a sub-grid of its own.")  # fmt: skip
     presets = raw.get("parallel_presets") or {}
     if not isinstance(presets, Mapping):
         raise GridError(f"{where}.parallel_presets: give a mapping of preset name -> sglang_service_* variables.")
@@ -244,10 +290,8 @@ def _subgrid(index: int, raw: object) -> list[Point]:
     points = []
     for combo in itertools.product(*(axes[n] for n in names)):
         values = dict(zip(names, combo, strict=True))
-        values.setdefault("budget", None)
-        values.setdefault("topk", None)
-        values.setdefault("window", None)
-        values.setdefault("parallel", None)
+        for unset in ("block_size", "budget", "topk", "window", "parallel", *EAGLE_AXES):
+            values.setdefault(unset, None)
         point_drafter = _drafter(f"{where}.axes", values["drafter"]) if "drafter" in values else drafter
         if values["algorithm"] != "DDTREE" and (values["budget"] is not None or values["topk"] is not None):
             raise GridError(f"{where}.axes: budget and topk are DDTree settings; sweep them in a sub-grid whose "
@@ -266,13 +310,15 @@ def _subgrid(index: int, raw: object) -> list[Point]:
         extra = dict(fixed)
         if values["parallel"]:
             extra.update(presets[values["parallel"]])
+        eagle = {axis: values[axis] for axis in EAGLE_AXES}
         points.append(Point(
             name=point_name(values["algorithm"], values["block_size"], values["budget"], values["topk"],
                             window=values["window"], parallel=values["parallel"],
-                            drafter=point_drafter if "drafter" in axes else None),
+                            drafter=point_drafter if "drafter" in axes else None, eagle=eagle),
             algorithm=values["algorithm"], block_size=values["block_size"], budget=values["budget"],
-            topk=values["topk"], window=values["window"], parallel=values["parallel"], drafter=point_drafter,
-            extra_vars=tuple(sorted(extra.items())),
+            topk=values["topk"], window=values["window"], parallel=values["parallel"],
+            drafter=None if values["algorithm"] == BASELINE else point_drafter,
+            extra_vars=tuple(sorted(extra.items())), **eagle,
         ))  # fmt: skip
     if not points:
         raise GridError(f"{where}.constraints: no point of the axes meets every constraint; loosen one.")

@@ -107,12 +107,16 @@ def drafted_per_step(point: Mapping) -> int | None:
         return int(point["budget"])
     if point.get("block_size"):
         return int(point["block_size"]) - 1
-    return None
+    if point.get("num_draft_tokens"):  # EAGLE3 / NEXTN: the draft tokens past the one the target verifies anyway
+        return int(point["num_draft_tokens"]) - 1
+    return None  # no speculation: nothing drafted
 
 
 def acceptance_line_label(point: Mapping) -> str:
     """A line of the acceptance plot: the settings its points share (algorithm, block size, top-k, window)."""
     algorithm = point.get("algorithm") or ""
+    if point.get("block_size") is None:  # EAGLE3 / NEXTN: a line per step count and top-k
+        return f"{algorithm} steps {_value(point.get('num_steps'))} top-k {_value(point.get('eagle_topk'))}"
     chain = "" if algorithm == "DDTREE" else " chain"
     label = f"{algorithm}{chain} bs{point.get('block_size')}"
     if point.get("topk") is not None:
@@ -140,7 +144,7 @@ def acceptance_figures(rows: Sequence[Mapping]) -> dict[tuple[str, int], Figure]
         for index, (label, pts) in enumerate(sorted(lines.items())):
             pts.sort()
             ax.plot([p[0] for p in pts], [p[1] for p in pts], label=label, **_line_style(index))
-        ax.set_xlabel("tokens drafted per step (DDTree budget; block size - 1 for a DFlash chain)")
+        ax.set_xlabel("tokens drafted per step (DDTree budget; block size - 1 for a DFlash chain; draft tokens - 1)")
         ax.set_ylabel("acceptance length")
         ax.set_title(f"Acceptance length vs tokens drafted: {set_name}, context {context}")
         _legend(ax)

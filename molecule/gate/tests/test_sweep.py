@@ -125,9 +125,9 @@ def subgrid(name: str, axes: dict, **extra) -> dict:
                      "sglang_service_extra_env": SIM_ENV}}  # fmt: skip
 
 
-# Four points, one launch each: dflash-bs8 and dflash-bs16 run, dflash-bs8-crash between them crashes on start (a
+# Five points, one launch each: dflash-bs8 and dflash-bs16 run, dflash-bs8-crash between them crashes on start (a
 # preset's engine environment), bs8-b4-t4 is DDTREE, which the sim's engine (SGLang 0.5.23 without the DDTree patch)
-# cannot run.
+# cannot run, and nospec is the baseline without speculation, a grid point like the others.
 GRID = [
     subgrid("bs8", {"algorithm": ["DFLASH"], "block_size": [8]}),
     subgrid("crash", {"algorithm": ["DFLASH"], "block_size": [8], "parallel": ["crash"]},
@@ -135,8 +135,9 @@ GRID = [
                                                                      "SPECGATE_SIM_FAULT_CRASH_DURING_LOAD": "1"}}}),
     subgrid("bs16", {"algorithm": ["DFLASH"], "block_size": [16]}),
     subgrid("ddtree", {"algorithm": ["DDTREE"], "block_size": [8], "budget": [4], "topk": [4]}),
+    {"name": "baseline", "axes": {"algorithm": ["none"]}, "vars": {"sglang_service_extra_env": SIM_ENV}},
 ]  # fmt: skip
-GRID_FILES = ("dflash-bs8.json", "dflash-bs8-crash.json", "dflash-bs16.json", "bs8-b4-t4.json")
+GRID_FILES = ("dflash-bs8.json", "dflash-bs8-crash.json", "dflash-bs16.json", "bs8-b4-t4.json", "nospec.json")
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +155,7 @@ def test_the_grid_sweep_runs_its_points_skips_the_rejected_one_and_restores_know
     assert pointer(host, "active") == pointer(host, "known-good")
     assert host.service("sglang").is_running
     rows = [json.loads((out / name).read_text()) for name in GRID_FILES]
-    assert [r["status"] for r in rows] == ["ok", "failed", "ok", "rejected"]
+    assert [r["status"] for r in rows] == ["ok", "failed", "ok", "rejected", "ok"]
     # Every row, whatever its status, carries its point's key and the sweep's conditions digest (manifest.json).
     manifest = json.loads((out / "manifest.json").read_text())
     assert {r["conditions"] for r in rows} == {manifest["conditions_digest"]}
@@ -167,14 +168,19 @@ def test_the_grid_sweep_runs_its_points_skips_the_rejected_one_and_restores_know
         assert row["speed_c1_short"] > 0
         assert row["point"]["algorithm"] == "DFLASH"
         assert row["launch_s"] > 0
+    # The baseline served without speculation: the sim's /server_info says so, and it has a speed of its own.
+    assert rows[4]["point"]["algorithm"] == "none"
+    assert rows[4]["speed_c1_short"] > 0
+    assert rows[4]["speculative_algorithm"] in (None, "", "none")
 
 
 def test_the_grid_sweep_prints_its_progress_as_each_point_starts(grid_sweep):
     run, *_ = grid_sweep
     stdout = " ".join("".join(e.get("stdout", "") for e in run.events).split())  # the callback wraps long lines
-    assert "sweep point 1 of 3: dflash-bs8; elapsed" in stdout
-    assert "sweep point 2 of 3: dflash-bs8-crash" in stdout
-    assert "sweep point 3 of 3: dflash-bs16" in stdout
+    assert "sweep point 1 of 4: dflash-bs8; elapsed" in stdout
+    assert "sweep point 2 of 4: dflash-bs8-crash" in stdout
+    assert "sweep point 3 of 4: dflash-bs16" in stdout
+    assert "sweep point 4 of 4: nospec" in stdout
     assert "ETA after the first launch" in stdout
     assert "launch(es) measured" in stdout
     assert "bs8-b4-t4; elapsed" not in stdout  # rejected: never launched
@@ -185,9 +191,10 @@ def test_the_grid_report_has_winners_inventory_snippets_and_plots(grid_sweep):
     report = json.loads((out / "sweep.json").read_text())
     assert set(report["winners"]) == {"latency", "long_context", "throughput"}
     for win in report["winners"].values():
-        assert win["name"] in {"dflash-bs8", "dflash-bs16"}
-        assert "sglang_service_algorithm: DFLASH" in win["inventory"]
-    assert report["launches"]["launched"] == 3
+        assert win["name"] in {"dflash-bs8", "dflash-bs16", "nospec"}
+        algorithm = "none" if win["name"] == "nospec" else "DFLASH"
+        assert f"sglang_service_algorithm: {algorithm}" in win["inventory"]
+    assert report["launches"]["launched"] == 4
     markdown = (out / "sweep.md").read_text()
     assert "## Skipped" in markdown
     assert "bs8-b4-t4" in markdown
@@ -201,16 +208,17 @@ def test_a_rerun_after_a_kill_mid_bench_launches_only_the_interrupted_point(host
     _, out, private, reports, first = grid_sweep
     assert set(first) == set(GRID_FILES)
     # The sweep was killed while dflash-bs16 was being benchmarked: its row says started.
+    measured = json.loads(first["dflash-bs16.json"])
     started = {"name": "dflash-bs16", "release": "", "failed": False, "status": "started",
-               "point": json.loads(first["dflash-bs16.json"])["point"]}  # fmt: skip
+               "point": measured["point"], "conditions": measured["conditions"]}  # fmt: skip
     (out / "dflash-bs16.json").write_text(json.dumps(started))
     (private / "again").mkdir()
     run = run_sweep(private / "again", reports, {"spec_sweep_id": "grid", "spec_sweep_grid": GRID})
     assert run.status == "successful", run.stdout.read()[-4000:]
     stdout = " ".join("".join(e.get("stdout", "") for e in run.events).split())  # the callback wraps long lines
-    assert "sweep point 3 of 3: dflash-bs16" in stdout  # two of the three launchable points are finished
+    assert "sweep point 4 of 4: dflash-bs16" in stdout  # three of the four launchable points are finished
     assert stdout.count("sweep point ") == 1, "only the interrupted point is launched again"
-    for name in ("dflash-bs8.json", "dflash-bs8-crash.json", "bs8-b4-t4.json"):
+    for name in ("dflash-bs8.json", "dflash-bs8-crash.json", "bs8-b4-t4.json", "nospec.json"):
         assert (out / name).read_text() == first[name], f"{name} was rewritten"
     redone = json.loads((out / "dflash-bs16.json").read_text())
     assert redone["status"] == "ok"

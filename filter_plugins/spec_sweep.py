@@ -36,9 +36,14 @@ def spec_sweep_failed_row(reason: str, name: str, release: str | None = None,
     return failed_row(name, release, reason, point)
 
 
-def spec_sweep_rejected_row(message: str, name: str, point: dict[str, Any] | None = None) -> dict[str, Any]:
-    """`{{ message | spec_sweep_rejected_row(name, point) }}`: a point the settings check refused, never launched."""
-    return rejected_row(name, point, message)
+def spec_sweep_rejected_row(message: str, name: str, point: dict[str, Any] | None = None,
+                            by: str = "sglang") -> dict[str, Any]:  # fmt: skip
+    """`{{ message | spec_sweep_rejected_row(name, point, by) }}`: a point refused before any launch, never launched;
+    ``by`` says who refused it (sglang, settings or fit)."""
+    try:
+        return rejected_row(name, point, message, by)
+    except ValueError as error:
+        raise AnsibleFilterError(str(error)) from error
 
 
 def spec_sweep_winners(rows: list[dict[str, Any]]) -> dict[str, Any]:

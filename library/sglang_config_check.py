@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.specgate.service.sglang_resolve import (
@@ -13,6 +13,7 @@ from ansible.module_utils.specgate.service.sglang_resolve import (
     DEFAULT_TIMEOUT_S,
     ResolverUnavailable,
     check_config,
+    check_configs,
     mask_environment,
 )
 
@@ -51,6 +52,14 @@ options:
       - The rendered server config itself. The module writes it to a private temporary file on the host,
         checks it and removes it, so a candidate is checked before anything of it is written to the host.
     type: str
+  configs:
+    description:
+      - Several rendered configs checked in one run of the resolver (SGLang imported once), each
+        C({name, content, environment}); a sweep judges all its points this way before its first launch.
+      - A rejected config is an answer, not a failure - see I(results); the task fails only when the resolver
+        cannot run. Exactly one of I(config), I(content) and I(configs) is required.
+    type: list
+    elements: dict
   environment:
     description:
       - Engine environment the resolver runs with (for example the DDTree knobs).
@@ -93,6 +102,14 @@ EXAMPLES = r"""
     python: /opt/specgate/venv/bin/python
     content: "{{ candidate_config | to_nice_yaml }}"
 
+- name: Judge every point of a sweep at once, before the first launch
+  sglang_config_check:
+    python: /opt/specgate/venv/bin/python
+    configs:
+      - {name: bs8-b4-t4, content: "{{ point_a_config | to_nice_yaml }}", environment: {}}
+      - {name: bs16-b32-t8, content: "{{ point_b_config | to_nice_yaml }}", environment: {}}
+  register: __sweep_sglang_check
+
 - name: The demo host checks against the simulated server's resolver
   sglang_config_check:
     python: /opt/specgate/venv/bin/python
@@ -133,6 +150,13 @@ unknown_keys:
   type: list
   elements: str
   sample: []
+results:
+  description: With I(configs), per config in order - C({name, rejected, message, stage, launcher_checks,
+    unknown_keys}); the other return values then describe nothing.
+  returned: with configs
+  type: list
+  elements: dict
+  sample: [{"name": "bs8-b4-t4", "rejected": true, "message": "ValueError: ...", "stage": "resolve"}]
 environment:
   description: The environment the resolver ran with, secret-looking values masked.
   returned: always
@@ -144,6 +168,7 @@ ARGUMENT_SPEC = {
     "python": {"type": "path", "required": True},
     "config": {"type": "path"},
     "content": {"type": "str"},
+    "configs": {"type": "list", "elements": "dict"},
     "environment": {"type": "dict", "default": {}},
     "server_args_module": {"type": "str", "default": DEFAULT_SERVER_ARGS_MODULE},
     "extra_argv": {"type": "list", "elements": "str", "default": []},
@@ -164,15 +189,37 @@ def config_file(path: str | None, content: str | None) -> Iterator[str]:
         yield handle.name
 
 
+def check_many(module: AnsibleModule, params: dict, shown_env: dict) -> None:
+    """I(configs): each written to a private temporary file, all resolved in one run; each answer returned."""
+    bad = [i for i, c in enumerate(params["configs"]) if not isinstance(c.get("name"), str) or "content" not in c]
+    if bad:
+        module.fail_json(msg=f"configs[{bad[0]}]: give each config as {{name, content, environment}}")
+    try:
+        with ExitStack() as stack:
+            cases = [(c["name"], stack.enter_context(config_file(None, c["content"])), dict(c.get("environment") or {}))
+                     for c in params["configs"]]  # fmt: skip
+            answers = check_configs(params["python"], cases, server_args_module=params["server_args_module"],
+                                    extra_argv=params["extra_argv"], timeout=params["timeout"])  # fmt: skip
+    except ResolverUnavailable as error:
+        module.fail_json(msg=f"could not run SGLang's resolver: {error}", rejected=False, environment=shown_env)
+    results = [{"name": name, **{k: v for k, v in answer.as_dict().items() if k != "resolved"}}
+               for name, answer in answers.items()]  # fmt: skip
+    module.exit_json(changed=False, rejected=any(r["rejected"] for r in results), results=results,
+                     message=f"{sum(r['rejected'] for r in results)} of {len(results)} configs rejected",
+                     environment=shown_env)  # fmt: skip
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec=ARGUMENT_SPEC,
-        mutually_exclusive=[["config", "content"]],
-        required_one_of=[["config", "content"]],
+        mutually_exclusive=[["config", "content", "configs"]],
+        required_one_of=[["config", "content", "configs"]],
         supports_check_mode=True,
     )
     params = module.params
     shown_env = mask_environment(params["environment"])
+    if params["configs"] is not None:
+        check_many(module, params, shown_env)
     try:
         with config_file(params["config"], params["content"]) as config:
             result = check_config(params["python"], config, params["environment"],

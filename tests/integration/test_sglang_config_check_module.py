@@ -27,9 +27,12 @@ def run_module(config: Path | str, tmp_path: Path, source: str = "config") -> tu
     """(status as Ansible printed it: SUCCESS or FAILED!, the module's result). ``source`` "content" passes
     the config's text instead of its path."""
     given = {"config": str(config), "content": str(config)} if source == "both" else {source: str(config)}
-    args = json.dumps({"python": sys.executable, **given,
-                       "server_args_module": "specgate_sim.server_args",
-                       "environment": {"SGLANG_DDTREE_MAX_TOPK": "4", "HF_TOKEN": "hf_secret"}})
+    return run_args({**given, "environment": {"SGLANG_DDTREE_MAX_TOPK": "4", "HF_TOKEN": "hf_secret"}}, tmp_path)
+
+
+def run_args(given: dict, tmp_path: Path) -> tuple[str, dict]:
+    """The module with these arguments (python and the sim's server-args module added), in check mode."""
+    args = json.dumps({"python": sys.executable, "server_args_module": "specgate_sim.server_args", **given})
     # The result as JSON to parse (ansible.cfg prints YAML for people).
     env = {**os.environ, "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-tmp"), "ANSIBLE_CALLBACK_RESULT_FORMAT": "json"}
     completed = subprocess.run(
@@ -86,4 +89,26 @@ def test_module_checks_a_config_given_as_content_and_leaves_no_file(models, tmp_
 def test_module_wants_exactly_one_of_config_and_content(models, tmp_path):
     status, result = run_module(tmp_path / "x.yaml", tmp_path, source="both")
     assert status == "FAILED!"
-    assert result["msg"] == "parameters are mutually exclusive: config|content"
+    assert result["msg"] == "parameters are mutually exclusive: config|content|configs"
+
+
+def test_module_judges_several_configs_in_one_run_each_answer_returned_nothing_left(models, tmp_path, monkeypatch):
+    """A sweep's points at once: a rejection is an answer per config (the task succeeds), in order, with SGLang's own
+    message; the temporary files are gone."""
+    checks_tmp = tmp_path / "tmp"
+    checks_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(checks_tmp))
+    text = (f"model-path: {models / 'target'}\nspeculative-algorithm: DFLASH\n"
+            f"speculative-draft-model-path: {models / 'drafter'}\nspeculative-dflash-block-size: BLOCK\n")
+    configs = [{"name": "bs16", "content": text.replace("BLOCK", "16"), "environment": {}},
+               {"name": "bs0", "content": text.replace("BLOCK", "0"), "environment": {"HF_TOKEN": "x"}}]
+    status, result = run_args({"configs": configs}, tmp_path)
+    assert status == "SUCCESS", result.get("msg")
+    assert [(r["name"], r["rejected"]) for r in result["results"]] == [("bs16", False), ("bs0", True)]
+    assert result["results"][1]["message"] == (
+        "ValueError: DFLASH requires --speculative-dflash-block-size to be positive, got 0.")
+    assert result["message"] == "1 of 2 configs rejected"
+    assert [p.name for p in checks_tmp.iterdir() if p.name.startswith("sglang-config-check-")] == []
+    status, result = run_args({"configs": [{"content": "x: 1"}]}, tmp_path)
+    assert status == "FAILED!"
+    assert result["msg"] == "configs[0]: give each config as {name, content, environment}"

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from ansible.module_utils.specgate.sweep.sweep_report import failed_row, summarize, sweep_markdown, winners
+from ansible.module_utils.specgate.sweep.sweep_report import (
+    failed_row,
+    rejected_row,
+    summarize,
+    sweep_markdown,
+    winners,
+)
 
 
 def cell(context_tokens, concurrency, tok_s, accept, set_name="code"):
@@ -130,3 +136,16 @@ def test_each_winner_names_its_drafter_and_trained_block_and_a_block_that_differ
     winner = sweep_document("s", "h", rows, best)["winners"]["latency"]
     assert winner["drafter"]["name"] == "dflash-b16"
     assert winner["trained_block_size"] == 16
+
+
+@pytest.mark.parametrize(
+    ("by", "said"),
+    [("sglang", "SGLang rejected it: "), ("settings", "specgate's settings check refused it: "),
+     ("fit", "specgate's GPU fit refused it: ")],
+)
+def test_a_refused_points_row_says_who_refused_it(by, said):
+    row = rejected_row("bs8-b4-t4", {"algorithm": "DDTREE"}, "the message", by)
+    assert row["reason"] == said + "the message"
+    assert (row["status"], row["rejected_by"], row["release"]) == ("rejected", by, "")
+    with pytest.raises(ValueError, match="by 'someone' is not one of sglang, settings, fit"):
+        rejected_row("bs8-b4-t4", None, "the message", "someone")

@@ -85,7 +85,11 @@ def interpret(answer: dict[str, Any]) -> CheckResult:
     results = answer.get("results") or []
     if len(results) != 1:
         raise ResolverUnavailable(f"the resolver answered {len(results)} results for one config")
-    result = results[0]
+    return interpret_result(results[0])
+
+
+def interpret_result(result: dict[str, Any]) -> CheckResult:
+    """One case of the driver's answer → accepted (with what SGLang resolved) or rejected."""
     checks = list(result.get("launcher_checks") or [])
     if result.get("ok"):
         return CheckResult(rejected=False, message="SGLang's parser, resolver and launcher checks accept the config",
@@ -132,3 +136,24 @@ def check_config(python: str, config: str, environment: dict[str, Any] | None = 
     validate_inputs(python, config, environment, extra_argv)
     request = build_request(config, environment, server_args_module, extra_argv)
     return interpret(run_driver(python, request, timeout, runner))
+
+
+def check_configs(python: str, cases: list[tuple[str, str, dict[str, Any]]], *,
+                  server_args_module: str = DEFAULT_SERVER_ARGS_MODULE, extra_argv: list[str] | None = None,
+                  timeout: int = DEFAULT_TIMEOUT_S, runner: Runner = subprocess.run) -> dict[str, CheckResult]:
+    """Several configs in one run of the driver (SGLang imported once): ``cases`` are (name, config path,
+    environment); the answer per name, in order. A rejection is an answer, not an error."""
+    extra_argv = extra_argv or []
+    names = [name for name, _config, _env in cases]
+    if len(set(names)) != len(names):
+        raise ResolverUnavailable(f"config names repeat: {names}")
+    for _name, config, environment in cases:
+        validate_inputs(python, config, environment, extra_argv)
+    request = {"server_args_module": server_args_module,
+               "cases": [{"id": name, "config": config, "extra_argv": list(extra_argv),
+                          "env": {str(k): str(v) for k, v in environment.items()}}
+                         for name, config, environment in cases]}  # fmt: skip
+    results = run_driver(python, request, timeout, runner).get("results") or []
+    if len(results) != len(cases):
+        raise ResolverUnavailable(f"the resolver answered {len(results)} results for {len(cases)} configs")
+    return {name: interpret_result(result) for name, result in zip(names, results, strict=True)}

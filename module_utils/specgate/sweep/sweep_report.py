@@ -110,10 +110,20 @@ def failed_row(name: str, release: str | None, reason: str, point: Mapping | Non
     return row
 
 
-def rejected_row(name: str, point: Mapping | None, message: str) -> dict:
-    """A point SGLang's resolver rejected before any launch: skipped, with SGLang's message, never launched."""
-    row = {"name": name, "release": "", "failed": True, "status": "rejected",
-           "reason": f"SGLang rejected it: {message}"}  # fmt: skip
+REJECTERS = {
+    "sglang": "SGLang rejected it",  # its parser, resolver or launcher checks, in the host's venv
+    "settings": "specgate's settings check refused it",  # the service role's render for the engine
+    "fit": "specgate's GPU fit refused it",  # parallel sizes and attention backends against the host's GPUs
+}
+
+
+def rejected_row(name: str, point: Mapping | None, message: str, by: str = "sglang") -> dict:
+    """A point refused before any launch: skipped, with the refusal's message and who refused it (REJECTERS: SGLang
+    itself, or specgate's settings check or GPU fit), never launched."""
+    if by not in REJECTERS:
+        raise ValueError(f"rejected_row: by {by!r} is not one of {', '.join(REJECTERS)}")
+    row = {"name": name, "release": "", "failed": True, "status": "rejected", "rejected_by": by,
+           "reason": f"{REJECTERS[by]}: {message}"}  # fmt: skip
     if point is not None:
         row["point"] = dict(point)
     return row

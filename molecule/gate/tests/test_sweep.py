@@ -127,7 +127,9 @@ def subgrid(name: str, axes: dict, **extra) -> dict:
 
 # Five points, one launch each: dflash-bs8 and dflash-bs16 run, dflash-bs8-crash between them crashes on start (a
 # preset's engine environment), bs8-b4-t4 is DDTREE, which the sim's engine (SGLang 0.5.23 without the DDTree patch)
-# cannot run, and nospec is the baseline without speculation, a grid point like the others.
+# cannot run (specgate's settings check refuses it), nospec is the baseline without speculation, a grid point like the
+# others, and dflash-bs8-missing names a drafter directory that does not exist, which only SGLang's own check (asked
+# about every point in one host call before the first launch) finds.
 GRID = [
     subgrid("bs8", {"algorithm": ["DFLASH"], "block_size": [8]}),
     subgrid("crash", {"algorithm": ["DFLASH"], "block_size": [8], "parallel": ["crash"]},
@@ -136,8 +138,11 @@ GRID = [
     subgrid("bs16", {"algorithm": ["DFLASH"], "block_size": [16]}),
     subgrid("ddtree", {"algorithm": ["DDTREE"], "block_size": [8], "budget": [4], "topk": [4]}),
     {"name": "baseline", "axes": {"algorithm": ["none"]}, "vars": {"sglang_service_extra_env": SIM_ENV}},
+    subgrid("missing", {"algorithm": ["DFLASH"], "block_size": [8], "parallel": ["missing"]},
+            parallel_presets={"missing": {"sglang_service_drafter_path": "/models/no-such-drafter"}}),
 ]  # fmt: skip
-GRID_FILES = ("dflash-bs8.json", "dflash-bs8-crash.json", "dflash-bs16.json", "bs8-b4-t4.json", "nospec.json")
+GRID_FILES = ("dflash-bs8.json", "dflash-bs8-crash.json", "dflash-bs16.json", "bs8-b4-t4.json", "nospec.json",
+              "dflash-bs8-missing.json")
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +160,7 @@ def test_the_grid_sweep_runs_its_points_skips_the_rejected_one_and_restores_know
     assert pointer(host, "active") == pointer(host, "known-good")
     assert host.service("sglang").is_running
     rows = [json.loads((out / name).read_text()) for name in GRID_FILES]
-    assert [r["status"] for r in rows] == ["ok", "failed", "ok", "rejected", "ok"]
+    assert [r["status"] for r in rows] == ["ok", "failed", "ok", "rejected", "ok", "rejected"]
     # Every row, whatever its status, carries its point's key and the sweep's conditions digest (manifest.json).
     manifest = json.loads((out / "manifest.json").read_text())
     assert {r["conditions"] for r in rows} == {manifest["conditions_digest"]}
@@ -163,6 +168,12 @@ def test_the_grid_sweep_runs_its_points_skips_the_rejected_one_and_restores_know
     assert {r["name"]: r["point"] for r in rows} == manifest["points"]
     assert "did not become ready" in rows[1]["reason"]
     assert "DDTREE needs an SGLang install carrying the DDTree pull request" in rows[3]["reason"]
+    assert rows[3]["rejected_by"] == "settings"
+    assert rows[3]["reason"].startswith("specgate's settings check refused it: ")
+    # Judged by the host's SGLang (the sim's server-args module stands in for it), quoted, and said to be SGLang's.
+    assert rows[5]["rejected_by"] == "sglang"
+    assert rows[5]["reason"].startswith("SGLang rejected it: OSError: /models/no-such-drafter does not appear to have")
+    assert rows[5]["release"] == ""  # never deployed
     assert rows[3]["release"] == ""  # never deployed
     for row in (rows[0], rows[2]):
         assert row["speed_c1_short"] > 0
@@ -184,6 +195,7 @@ def test_the_grid_sweep_prints_its_progress_as_each_point_starts(grid_sweep):
     assert "ETA after the first launch" in stdout
     assert "launch(es) measured" in stdout
     assert "bs8-b4-t4; elapsed" not in stdout  # rejected: never launched
+    assert "dflash-bs8-missing; elapsed" not in stdout
 
 
 def test_the_grid_report_has_winners_inventory_snippets_and_plots(grid_sweep):
@@ -218,7 +230,9 @@ def test_a_rerun_after_a_kill_mid_bench_launches_only_the_interrupted_point(host
     stdout = " ".join("".join(e.get("stdout", "") for e in run.events).split())  # the callback wraps long lines
     assert "sweep point 4 of 4: dflash-bs16" in stdout  # three of the four launchable points are finished
     assert stdout.count("sweep point ") == 1, "only the interrupted point is launched again"
-    for name in ("dflash-bs8.json", "dflash-bs8-crash.json", "bs8-b4-t4.json", "nospec.json"):
+    for name in GRID_FILES:
+        if name == "dflash-bs16.json":
+            continue
         assert (out / name).read_text() == first[name], f"{name} was rewritten"
     redone = json.loads((out / "dflash-bs16.json").read_text())
     assert redone["status"] == "ok"

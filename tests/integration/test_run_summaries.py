@@ -24,8 +24,9 @@ SWEEP = {"id": "demo", "dir": "reports/demo/sweeps/demo", "configs": 3, "ran": 2
          "winners": WINNERS, "restored": True, "winner_profiles": ["configs/profiles/dflash-bs8.yml"]}
 
 
-def _summaries(tmp_path: Path, plays: list[tuple[str, dict]]) -> list[str]:
-    """One play per (kind, facts); the summary each printed, in order."""
+def _summaries(tmp_path: Path, plays: list[tuple[str, dict]], inventory: str | None = None) -> list[str]:
+    """One play per (kind, facts); the summary each printed, in order. ``inventory``: an inventory file of the
+    project to run with (localhost is implicit in any), else ansible-runner's own holding localhost."""
     summary_tasks = str(ROOT / "playbooks" / "tasks" / "summary.yml")
     playbook = [{"name": f"summary {i}", "hosts": "localhost", "gather_facts": False, "vars": facts,
                  "tasks": [{"ansible.builtin.import_tasks": summary_tasks, "vars": {"summary_kind": kind}}]}
@@ -34,7 +35,8 @@ def _summaries(tmp_path: Path, plays: list[tuple[str, dict]]) -> list[str]:
     (tmp_path / "project" / "play.yml").write_text(json.dumps(playbook))
     run = ansible_runner.run(
         private_data_dir=str(tmp_path), playbook="play.yml", quiet=True,
-        inventory=f"localhost ansible_connection=local ansible_python_interpreter={sys.executable}",
+        inventory=inventory or f"localhost ansible_connection=local ansible_python_interpreter={sys.executable}",
+        extravars={"ansible_python_interpreter": sys.executable, "ansible_connection": "local"},
         envvars={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_FACT_CACHING": "memory"},
     )
     assert run.status == "successful", [e["event_data"]["res"] for e in run.events if e["event"] == "runner_on_failed"]
@@ -60,7 +62,9 @@ def test_each_playbook_ends_with_its_own_block(tmp_path):
     ])
     assert deploy.startswith("localhost: the candidate passed the gate: serving and known-good")
     assert "switched    yes, from dflash-bs8-8d0b6c41a2" in deploy
-    assert "roll back   ansible-playbook playbooks/rollback.yml -l localhost" in deploy
+    # The run's inventory was not ansible.cfg's: every printed command names it, so it works as printed.
+    runner_inventory = tmp_path / "inventory" / "hosts"
+    assert f"roll back   ansible-playbook playbooks/rollback.yml -i {runner_inventory} -l localhost" in deploy
 
     assert rollback.splitlines()[:4] == [
         "localhost: rolled back: serving known-good",
@@ -76,7 +80,8 @@ def test_each_playbook_ends_with_its_own_block(tmp_path):
         "  throughput  no-spec (tok_s_cmax 2383.00)",
         "  serving     dflash-bs8-8d0b6c41a2 (known-good restored)",
         "  report      reports/demo/sweeps/demo/sweep.md",
-        "  deploy      ansible-playbook deploy.yml -l localhost -e @configs/profiles/dflash-bs8.yml",
+        f"  deploy      ansible-playbook deploy.yml -i {runner_inventory} -l localhost "
+        "-e @configs/profiles/dflash-bs8.yml",
     ]
     # A use case as long as the label column (long_context, 12 characters) once ran into its winner
     # ("long_contextdflash-bs8"): the column widens to the longest label, the other labels with it.
@@ -87,6 +92,21 @@ def test_each_playbook_ends_with_its_own_block(tmp_path):
         "  long_context  dflash-bs8 (speed_c1_long 512.50)",
         "  serving       dflash-bs8-8d0b6c41a2 (known-good restored)",
         "  report        reports/demo/sweeps/demo/sweep.md",
-        "  deploy        ansible-playbook deploy.yml -l localhost -e @configs/profiles/dflash-bs8.yml",
+        f"  deploy        ansible-playbook deploy.yml -i {runner_inventory} -l localhost "
+        "-e @configs/profiles/dflash-bs8.yml",
     ]
     assert stopped_sweep.startswith("localhost: the sweep stopped before its report")
+
+
+@pytest.mark.parametrize(
+    ("inventory", "said"),
+    [("inventory/hosts.yml", "ansible-playbook deploy.yml -l localhost"),  # ansible.cfg's: nothing to add
+     ("inventory/demo/hosts.yml", "ansible-playbook deploy.yml -i inventory/demo/hosts.yml -l localhost")],
+    ids=["ansible-cfg-inventory", "demo-inventory"],
+)
+def test_a_printed_command_names_the_inventory_the_run_used(tmp_path, inventory, said):
+    """The README's demo runs with -i inventory/demo/hosts.yml: the hint it prints must run as printed (a bare -l demo
+    fails: ansible.cfg's inventory has no host demo)."""
+    rollback = {**RELEASE, "previous_active_id": "dflash-bs8-8d0b6c41a2"}
+    (block,) = _summaries(tmp_path, [("rollback", {"specgate_release": rollback})], inventory=str(ROOT / inventory))
+    assert f"  redeploy    {said}" in block.splitlines()

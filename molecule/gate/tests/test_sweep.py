@@ -161,6 +161,7 @@ def test_the_grid_sweep_runs_its_points_skips_the_rejected_one_and_restores_know
     assert host.service("sglang").is_running
     rows = [json.loads((out / name).read_text()) for name in GRID_FILES]
     assert [r["status"] for r in rows] == ["ok", "failed", "ok", "rejected", "ok", "rejected"]
+    assert not host.file("/opt/specgate/trial").is_symlink, "the sweep's known-good restore clears the trial mark"
     # Every row, whatever its status, carries its point's key and the sweep's conditions digest (manifest.json).
     manifest = json.loads((out / "manifest.json").read_text())
     assert {r["conditions"] for r in rows} == {manifest["conditions_digest"]}
@@ -279,6 +280,7 @@ def test_an_interrupted_sweep_never_changes_what_the_host_deploys(host, grid_swe
                                                                    if e["event"] == "runner_on_ok"}  # fmt: skip
     assert pointer(host, "known-good") == known_good, "the sweep's point was promoted"
     assert pointer(host, "active") == known_good
+    assert not host.file("/opt/specgate/trial").is_symlink
     assert stdout.count("sweep point ") == 1, "the interrupted point is measured again, once"
     (row,) = [json.loads(path.read_text()) for path in out.glob("*dflash-bs16*.json")]
     assert row["status"] == "ok"

@@ -184,3 +184,50 @@ def run_on_copies_of_ct200(tmp_path: Path, cases: dict[str, dict[str, Any]], pla
         cmdline=cmdline,
         quiet=True,
     )
+
+
+@dataclass
+class CaseRuns:
+    """One playbook run over one host per case: each case's events, and the run's whole output."""
+
+    stdout: str
+    events: dict[str, list[dict[str, Any]]]
+
+    def failures(self, case: str) -> list[dict[str, Any]]:
+        return [e["event_data"] for e in self.events[case] if e["event"] == "runner_on_failed"]
+
+    def said(self, case: str) -> str:
+        """What the run printed of the case's failures (the task's message as Ansible shows it), whitespace folded."""
+        printed = []
+        for event in self.events[case]:
+            if event["event"] in ("runner_on_failed", "runner_item_on_failed"):
+                res = event["event_data"].get("res", {})
+                printed += [event.get("stdout", ""), str(res.get("msg", ""))]
+                printed += [str(item.get("msg", "")) for item in res.get("results", []) if item.get("failed")]
+        return " ".join(" ".join(printed).split())
+
+    def changed(self, case: str) -> list[str]:
+        return [e["event_data"].get("task", "") for e in self.events[case]
+                if e["event"] == "runner_on_ok" and e["event_data"].get("res", {}).get("changed")]  # fmt: skip
+
+
+def run_cases(tmp_path: Path, play: list[dict[str, Any]], cases: dict[str, dict[str, Any]],
+              cmdline: str | None = None) -> CaseRuns:  # fmt: skip
+    """``play`` (its hosts: all) once over one local host per case, the case's variables its host variables (as an
+    inventory states them): many refusal cases for the cost of one ansible-playbook run. A host's refusal never stops
+    another's (no play here sets any_errors_fatal or a failure budget)."""
+    private = tmp_path / "cases"
+    (private / "project").mkdir(parents=True)
+    (private / "inventory").mkdir()
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    inventory = {"all": {"hosts": {name: {**local, **variables} for name, variables in cases.items()}}}
+    (private / "inventory" / "hosts.yml").write_text(yaml.safe_dump(inventory), encoding="utf-8")
+    (private / "project" / "play.yml").write_text(json.dumps(play), encoding="utf-8")
+    result = ansible_runner.run(
+        private_data_dir=str(private), playbook="play.yml", cmdline=cmdline, quiet=True,
+        envvars={"PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+                 "ANSIBLE_CONFIG": str(PROJECT_ROOT / "ansible.cfg"),
+                 "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-local"), "ANSIBLE_FACT_CACHING": "memory"},
+    )  # fmt: skip
+    events = {name: [e for e in result.events if e.get("event_data", {}).get("host") == name] for name in cases}
+    return CaseRuns(result.stdout.read(), events)

@@ -12,6 +12,8 @@ from pathlib import Path
 import ansible_runner
 import pytest
 
+from integration.preflight_runner import CaseRuns, run_cases
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 ENV_FACT = {
     "base_dir": "/nonexistent/specgate",
@@ -90,14 +92,30 @@ CASES = {
 }
 
 
+@pytest.fixture(scope="module")
+def bad_input_runs(tmp_path_factory) -> CaseRuns:
+    """Every case in one run of the validate phase, one local host per case (integration.preflight_runner.run_cases):
+    the sglang_env facts handed over per host, as the stage before would set them."""
+    play = [{"hosts": "all", "gather_facts": False,
+             "pre_tasks": [{"name": "Hand over the sglang_env fact", "tags": ["always"],
+                            "ansible.builtin.set_fact": {"specgate_sglang_env": "{{ case_env_fact }}",
+                                                         "specgate_engine": ENGINE_FACT},
+                            "when": "case_env_fact is not none"}],
+             "roles": [{"role": "sglang_service"}]}]  # fmt: skip
+    cases = {name: {**GOOD, **overrides, "case_env_fact": env_fact}
+             for name, (overrides, env_fact, _message) in CASES.items()}  # fmt: skip
+    return run_cases(tmp_path_factory.mktemp("sgsvc-validate"), play, cases, cmdline="--tags sglang_service_validate")
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_bad_input_fails_in_validate_naming_the_variable(case):
-    overrides, env_fact, message = CASES[case]
-    status, stdout, stats = run_validate({**GOOD, **overrides}, env_fact)
-    assert status == "failed", stdout[-2000:]
-    assert " ".join(message.split()) in " ".join(stdout.split()), stdout[-2000:]
-    assert sum(stats.get("changed", {}).values()) == 0
-    assert "sk-0123456789" not in stdout
+def test_bad_input_fails_in_validate_naming_the_variable(case, bad_input_runs):
+    _overrides, _env_fact, message = CASES[case]
+    failures = bad_input_runs.failures(case)
+    assert len(failures) == 1, bad_input_runs.stdout[-2000:]
+    said = bad_input_runs.said(case)
+    assert " ".join(message.split()) in said, said
+    assert bad_input_runs.changed(case) == []
+    assert "sk-0123456789" not in bad_input_runs.stdout
 
 
 def test_good_input_passes_validate():

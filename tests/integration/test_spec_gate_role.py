@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from specgate_sim import testing
 
-from integration.preflight_runner import RoleRun, run_role
+from integration.preflight_runner import CaseRuns, RoleRun, run_cases, run_role
 
 # The gate judges the coding eval in a systemd sandbox; this test machine has no systemd as PID 1, so its stand-in
 # (tests/sandbox_double/systemd-run, isolating by other means so the same probe passes) goes first on PATH.
@@ -84,9 +84,16 @@ def wrong_code_sim(tmp_path_factory):
 
 
 def gate(tmp_path: Path, sim, release: str = "cand", known_good: str = "", check: bool = False, **overrides) -> RoleRun:
+    (tmp_path / "opt" / "releases" / release).mkdir(parents=True, exist_ok=True)
+    role_vars = {**SMALL_MATRIX, "spec_gate_promote": False, **gate_facts(tmp_path, sim, release, known_good),
+                 **overrides}  # fmt: skip
+    return run_role(tmp_path / f"run-{release}", "spec_gate", role_vars, cmdline="--check" if check else "")
+
+
+def gate_facts(tmp_path: Path, sim, release: str, known_good: str) -> dict:
+    """What the earlier stages publish for a gate of ``release`` served by ``sim`` (its layout under tmp_path/opt)."""
     base = tmp_path / "opt"
-    (base / "releases" / release).mkdir(parents=True, exist_ok=True)
-    facts = {
+    return {
         "specgate_release": {
             "id": release,
             "dir": str(base / "releases" / release),
@@ -101,8 +108,6 @@ def gate(tmp_path: Path, sim, release: str = "cand", known_good: str = "", check
         "specgate_sglang_env": {"python": sys.executable, "base_dir": str(base)},
         "spec_gate_reports_dir": str(tmp_path / "reports"),
     }
-    role_vars = {**SMALL_MATRIX, "spec_gate_promote": False, **facts, **overrides}
-    return run_role(tmp_path / f"run-{release}", "spec_gate", role_vars, cmdline="--check" if check else "")
 
 
 def failure(run: RoleRun) -> tuple[str, str]:
@@ -206,24 +211,43 @@ def test_check_mode_validates_but_sends_nothing_and_changes_nothing(tmp_path, si
     assert any(e["event_data"].get("task") == "Check the thresholds are in range" for e in run.events)
 
 
-@pytest.mark.parametrize(
-    ("overrides", "variable"),
-    [
-        ({"spec_gate_runs": 1}, "spec_gate_runs"),
-        ({"spec_gate_api_key": None}, "spec_gate_api_key"),
-        (
-            {"spec_gate_regression_cell": {"set": "chat", "context": "long", "concurrency": 4}},
-            "spec_gate_regression_cell",
-        ),
-        ({"spec_gate_accept_length_set": "math"}, "spec_gate_accept_length_set"),
-        ({"spec_gate_max_regression": 10}, "spec_gate_max_regression"),
-        ({"spec_gate_bench_sets": ["code", "user"], "spec_gate_max_regression": None}, "spec_gate_bench_user_prompts"),
-        ({"spec_gate_min_correctness": 1.5}, "spec_gate_min_correctness"),
-        ({"spec_gate_inconclusive_policy": "coin_flip"}, "spec_gate_inconclusive_policy"),
-    ],
-)
-def test_bad_vars_are_refused_before_benchmarking_naming_the_variable(tmp_path, sim, overrides, variable):
-    run = gate(tmp_path, sim, **overrides)
-    _task, msg = failure(run)
-    assert variable in msg
-    assert not (tmp_path / "opt" / "releases" / "cand" / "gate.json").exists()
+# Each case: the bad settings, and the variable the refusal must name.
+BAD_VARS = {
+    "runs-1": ({"spec_gate_runs": 1}, "spec_gate_runs"),
+    "no-api-key": ({"spec_gate_api_key": None}, "spec_gate_api_key"),
+    "regression-cell-not-in-matrix": (
+        {"spec_gate_regression_cell": {"set": "chat", "context": "long", "concurrency": 4}},
+        "spec_gate_regression_cell",
+    ),
+    "accept-length-set-not-in-matrix": ({"spec_gate_accept_length_set": "math"}, "spec_gate_accept_length_set"),
+    "max-regression-10": ({"spec_gate_max_regression": 10}, "spec_gate_max_regression"),
+    "user-set-without-prompts": (
+        {"spec_gate_bench_sets": ["code", "user"], "spec_gate_max_regression": None},
+        "spec_gate_bench_user_prompts",
+    ),
+    "min-correctness-1.5": ({"spec_gate_min_correctness": 1.5}, "spec_gate_min_correctness"),
+    "inconclusive-policy-coin-flip": ({"spec_gate_inconclusive_policy": "coin_flip"}, "spec_gate_inconclusive_policy"),
+}
+
+
+@pytest.fixture(scope="module")
+def bad_vars_runs(tmp_path_factory, sim) -> tuple[Path, CaseRuns]:
+    """Every bad-vars case in one gate run, one local host per case, each with its own release directory."""
+    tmp_path = tmp_path_factory.mktemp("bad-vars")
+    cases = {}
+    for name, (overrides, _variable) in BAD_VARS.items():
+        base = tmp_path / name / "opt"
+        (base / "releases" / "cand").mkdir(parents=True)
+        cases[name] = {**SMALL_MATRIX, "spec_gate_promote": False, **gate_facts(tmp_path / name, sim, "cand", ""),
+                       **overrides}  # fmt: skip
+    play = [{"name": "spec_gate under test", "hosts": "all", "gather_facts": False, "roles": ["spec_gate"]}]
+    return tmp_path, run_cases(tmp_path, play, cases)
+
+
+@pytest.mark.parametrize("case", sorted(BAD_VARS))
+def test_bad_vars_are_refused_before_benchmarking_naming_the_variable(case, bad_vars_runs):
+    tmp_path, runs = bad_vars_runs
+    _overrides, variable = BAD_VARS[case]
+    assert len(runs.failures(case)) == 1, runs.stdout[-2000:]
+    assert variable in runs.said(case)
+    assert not (tmp_path / case / "opt" / "releases" / "cand" / "gate.json").exists()

@@ -17,7 +17,7 @@ NOT_FACTS = {
     "ansible_python_interpreter", "ansible_playbook_python", "ansible_version", "ansible_job_id",
     "ansible_play_hosts_all", "ansible_play_name", "ansible_failed_result", "ansible_failed_task",
     "ansible_managed", "ansible_async_dir", "ansible_async", "ansible_password", "ansible_become_password",
-    "ansible_play_batch", "ansible_forks",
+    "ansible_play_batch", "ansible_forks", "ansible_inventory_sources",
 }
 
 

@@ -21,7 +21,9 @@ def test_the_field_notes_grid_expands_to_the_field_notes_points():
     b8 = next(p for p in points if p.name == "bs8-b8-t4")
     assert b8.service_vars() == {"sglang_service_algorithm": "DDTREE", "sglang_service_block_size": 8,
                                  "sglang_service_ddtree_budget": 8, "sglang_service_ddtree_topk": 4,
-                                 "sglang_service_draft_window": None}  # fmt: skip
+                                 "sglang_service_draft_window": None, "sglang_service_num_steps": None,
+                                 "sglang_service_eagle_topk": None,
+                                 "sglang_service_num_draft_tokens": None}  # fmt: skip
     assert b8.cost() < next(p for p in points if p.name == "bs8-b8-t6").cost()
 
 
@@ -113,13 +115,16 @@ def test_baselines_and_other_algorithms_are_grid_points_beside_ddtree():
     points = {p.name: p for p in expand(grid)}
     assert list(points) == ["nospec", "dflash-bs8", "eagle3-s3-k1-d4", "eagle3-s5-k1-d4", "mtp-s1", "bs8-b8-t4"]
     nospec = points["nospec"]
-    assert nospec.service_vars() == {"sglang_service_algorithm": "none"}
+    # Every other speculative setting null: the inventory's (a DFLASH block size, its drafter) must not reach it.
+    assert nospec.service_vars()["sglang_service_algorithm"] == "none"
+    assert {v for k, v in nospec.service_vars().items() if k != "sglang_service_algorithm"} == {None}
+    assert "sglang_service_drafter_path" in nospec.service_vars()
     assert nospec.drafter is None
     assert min(points.values(), key=lambda p: p.cost()).name == "nospec"  # the cheapest: verifies one token
     eagle = points["eagle3-s5-k1-d4"]
     assert eagle.service_vars()["sglang_service_num_steps"] == 5
     assert eagle.service_vars()["sglang_service_num_draft_tokens"] == 4
-    assert "sglang_service_block_size" not in eagle.service_vars()
+    assert eagle.service_vars()["sglang_service_block_size"] is None
     assert eagle.key()["num_steps"] == 5 and "num_steps" not in points["bs8-b8-t4"].key()  # noqa: PT018
     assert eagle.drafter == Drafter("org/eagle3", "e1")
     # Each baseline or EAGLE3/NEXTN point is a branch of its own: the search launches it, no climb passes it by.

@@ -126,8 +126,12 @@ class Point:
 
     def service_vars(self) -> dict[str, Any]:
         """The sglang_service_* variables this point deploys with (a sweep puts back what another point set)."""
-        axes = ["algorithm", *(a for a in AXIS_VARS if a in ALGORITHM_AXES[self.algorithm])]
-        out = {AXIS_VARS[axis]: getattr(self, axis) for axis in axes}  # the settings of its kind of algorithm
+        # Every axis's variable: its own algorithm's settings, null for the others (the inventory's, say DFLASH's block
+        # size, must not reach a baseline or an EAGLE3 point), and no drafter without speculation.
+        out = {var: getattr(self, axis) if axis == "algorithm" or axis in ALGORITHM_AXES[self.algorithm] else None
+               for axis, var in AXIS_VARS.items()}  # fmt: skip
+        if self.algorithm == BASELINE:
+            out.update(dict.fromkeys(DRAFTER_VARS))
         out.update(dict(self.extra_vars))
         return out
 

@@ -71,6 +71,13 @@ class RoleRun:
         raise KeyError(f"no task set the fact {name}")
 
 
+def _local_envvars(tmp_path: Path) -> dict[str, str]:
+    """The environment of a play run on this machine: the venv's Ansible, the project's ansible.cfg, a private temp."""
+    return {"PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+            "ANSIBLE_CONFIG": str(PROJECT_ROOT / "ansible.cfg"),
+            "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-local"), "ANSIBLE_FACT_CACHING": "memory"}  # fmt: skip
+
+
 def run_play(tmp_path: Path, play: list[dict[str, Any]], extravars: dict[str, Any], cmdline: str = "",
              private_name: str = "runner") -> RoleRun:
     """One play on localhost (its hosts: localhost, gather_facts off), with extravars; the project's ansible.cfg
@@ -92,12 +99,7 @@ def run_play(tmp_path: Path, play: list[dict[str, Any]], extravars: dict[str, An
         playbook="play.yml",
         cmdline=cmdline or None,
         quiet=True,
-        envvars={
-            "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-            "ANSIBLE_CONFIG": str(PROJECT_ROOT / "ansible.cfg"),
-            "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-local"),
-            "ANSIBLE_FACT_CACHING": "memory",
-        },
+        envvars=_local_envvars(tmp_path),
     )
     return RoleRun(status=result.status, events=list(result.events))
 
@@ -125,6 +127,13 @@ def run_on_ct200(tmp_path: Path, extravars: dict[str, Any], playbook: str = "dep
                  cmdline: str | None = None) -> ansible_runner.Runner:
     """A project playbook as users run it (`-l ct200`, the fleet inventory), on this machine over the local
     connection with ct200's nvidia-smi faked: for refusals that must come before any stage changes the host."""
+    return _as_ct200(tmp_path, playbook, PROJECT_ROOT / "inventory" / "hosts.yml", extravars, limit="ct200",
+                     cmdline=cmdline)
+
+
+def _as_ct200(tmp_path: Path, playbook: str, inventory: Path, extravars: dict[str, Any], *, limit: str | None = None,
+              cmdline: str | None = None) -> ansible_runner.Runner:  # fmt: skip
+    """A project playbook on this machine over the local connection, ct200's nvidia-smi faked, no disk floor."""
     smi = fake_nvidia_smi(tmp_path, "ct200_sm120_pcie")
     private = tmp_path / "runner"
     private.mkdir()
@@ -132,8 +141,8 @@ def run_on_ct200(tmp_path: Path, extravars: dict[str, Any], playbook: str = "dep
         private_data_dir=str(private),
         project_dir=str(PROJECT_ROOT),
         playbook=str(PROJECT_ROOT / playbook),
-        inventory=str(PROJECT_ROOT / "inventory" / "hosts.yml"),
-        limit="ct200",
+        inventory=str(inventory),
+        limit=limit,
         extravars={
             "ansible_connection": "local",
             "ansible_python_interpreter": sys.executable,
@@ -165,25 +174,7 @@ def run_on_copies_of_ct200(tmp_path: Path, cases: dict[str, dict[str, Any]], pla
     hosts = {"all": {"children": {"sglang_hosts": {"children": {group: {"hosts": {
         name: {"ansible_host": "ct200"} for name in cases}}}}}}}  # fmt: skip
     (inventory / "hosts.yml").write_text(yaml.safe_dump(hosts))
-    smi = fake_nvidia_smi(tmp_path, "ct200_sm120_pcie")
-    private = tmp_path / "runner"
-    private.mkdir()
-    return ansible_runner.run(
-        private_data_dir=str(private),
-        project_dir=str(PROJECT_ROOT),
-        playbook=str(PROJECT_ROOT / playbook),
-        inventory=str(inventory / "hosts.yml"),
-        extravars={
-            "ansible_connection": "local",
-            "ansible_python_interpreter": sys.executable,
-            "preflight_nvidia_smi": str(smi),
-            "preflight_min_free_gib": {"/": 0},
-            "fleet_rollout_serial": ["100%"],
-        },
-        envvars={"ANSIBLE_CONFIG": str(PROJECT_ROOT / "ansible.cfg")},
-        cmdline=cmdline,
-        quiet=True,
-    )
+    return _as_ct200(tmp_path, playbook, inventory / "hosts.yml", {"fleet_rollout_serial": ["100%"]}, cmdline=cmdline)
 
 
 @dataclass
@@ -225,9 +216,7 @@ def run_cases(tmp_path: Path, play: list[dict[str, Any]], cases: dict[str, dict[
     (private / "project" / "play.yml").write_text(json.dumps(play), encoding="utf-8")
     result = ansible_runner.run(
         private_data_dir=str(private), playbook="play.yml", cmdline=cmdline, quiet=True,
-        envvars={"PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-                 "ANSIBLE_CONFIG": str(PROJECT_ROOT / "ansible.cfg"),
-                 "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-local"), "ANSIBLE_FACT_CACHING": "memory"},
+        envvars=_local_envvars(tmp_path),
     )  # fmt: skip
     events = {name: [e for e in result.events if e.get("event_data", {}).get("host") == name] for name in cases}
     return CaseRuns(result.stdout.read(), events)

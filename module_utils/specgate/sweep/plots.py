@@ -76,6 +76,11 @@ def _legend(ax) -> None:
         ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
 
 
+def _cells_of(row: Mapping, set_name: str, context: int) -> list[Mapping]:
+    """A config's cells of one prompt set and context (a figure per pair draws them)."""
+    return [c for c in row["cells"] if c["set"] == set_name and c["context_tokens"] == context]
+
+
 def _cells_keys(rows: Sequence[Mapping]) -> list[tuple[str, int]]:
     return sorted({(c["set"], c["context_tokens"]) for r in _ok(rows) for c in r["cells"]})
 
@@ -136,8 +141,7 @@ def acceptance_figures(rows: Sequence[Mapping]) -> dict[tuple[str, int], Figure]
             drafted = drafted_per_step(point)
             if drafted is None:
                 continue
-            cells = [c for c in row["cells"] if c["set"] == set_name and c["context_tokens"] == context
-                     and c.get("accept_length_request") is not None]  # fmt: skip
+            cells = [c for c in _cells_of(row, set_name, context) if c.get("accept_length_request") is not None]
             if cells:
                 lowest = min(cells, key=lambda c: c["concurrency"])
                 lines.setdefault(acceptance_line_label(point), []).append((drafted, lowest["accept_length_request"]))
@@ -169,9 +173,8 @@ def pareto_figures(rows: Sequence[Mapping], label_by: Sequence[str] = ()) -> dic
         fig, ax = plt.subplots(figsize=(7, 5))
         everything: list[tuple[float, float]] = []
         for index, row in enumerate(_ok(rows)):
-            pts = [(c["per_gpu_tok_s"], c["per_user_tok_s"]) for c in row["cells"]
-                   if c["set"] == set_name and c["context_tokens"] == context
-                   and c.get("per_gpu_tok_s") is not None and c.get("per_user_tok_s") is not None]  # fmt: skip
+            pts = [(c["per_gpu_tok_s"], c["per_user_tok_s"]) for c in _cells_of(row, set_name, context)
+                   if c.get("per_gpu_tok_s") is not None and c.get("per_user_tok_s") is not None]  # fmt: skip
             everything += pts
             ax.scatter([p[0] for p in pts], [p[1] for p in pts], label=series_label(row, label_by), s=22,
                        **_scatter_style(index))  # fmt: skip

@@ -8,114 +8,19 @@ import getpass
 import json
 import os
 import shutil
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from specgate_sim import testing
 
-from integration.preflight_runner import CaseRuns, RoleRun, run_cases, run_role
-
-# The gate judges the coding eval in a systemd sandbox; this test machine has no systemd as PID 1, so its stand-in
-# (tests/sandbox_double/systemd-run, isolating by other means so the same probe passes) goes first on PATH.
-SANDBOX_DOUBLE = Path(__file__).resolve().parents[1] / "sandbox_double"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def systemd_run_stand_in() -> Iterator[None]:
-    saved = os.environ["PATH"]
-    os.environ["PATH"] = f"{SANDBOX_DOUBLE}{os.pathsep}{saved}"
-    yield
-    os.environ["PATH"] = saved
+from integration.gate_harness import SMALL_MATRIX, failure, gate, gate_facts, start_sim, systemd_run_stand_in  # noqa: F401 - the stand-in is an autouse fixture of this module
+from integration.preflight_runner import CaseRuns, RoleRun, run_cases
 
 pytestmark = pytest.mark.slow
-
-KEY = "gate-test-key"
-
-SMALL_MATRIX = {
-    "spec_gate_api_key": KEY,
-    "spec_gate_bench_sets": ["code", "chat"],
-    "spec_gate_bench_contexts": [{"name": "short", "tokens": 128}],
-    "spec_gate_bench_concurrency": [1, 4],
-    "spec_gate_bench_output_tokens": 32,
-    "spec_gate_bench_min_requests": 4,
-    "spec_gate_bench_warmup_requests": 1,
-    "spec_gate_bench_eval_max_tokens": 512,
-    "spec_gate_speedup_cell": {"set": "chat", "context": "short", "concurrency": 1},
-    "spec_gate_regression_cell": {"set": "chat", "context": "short", "concurrency": 4},
-    # Three runs: with two, a t interval on one degree of freedom straddles the threshold on a lucky draw's spread
-    # (acceptance 5.12 and 5.65 gave 2.04-8.73 against 3), and the verdict depends on the sim's prompts.
-    "spec_gate_runs": 3,
-    "spec_gate_max_runs": 4,
-}
-
-
-def _start(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]) -> Iterator[object]:
-    root = tmp_path_factory.mktemp("models")
-    target = testing.write_model_dir(root / "target", testing.TARGET_CONFIG)
-    drafter = testing.write_model_dir(root / "drafter", testing.drafter_config(8))
-    args = f"--model-path {target} --speculative-algorithm DFLASH --speculative-draft-model-path {drafter}"
-    proc = testing.start(
-        [*args.split(), "--api-key", KEY, "--enable-metrics"],
-        log_path=root / "sim.log",
-        env={"SPECGATE_SIM_SEED": "5", **env},
-    )
-    try:
-        proc.wait_ready()
-        yield proc
-    finally:
-        proc.stop()
 
 
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory):
-    yield from _start(tmp_path_factory, {})
-
-
-@pytest.fixture(scope="module")
-def low_acceptance_sim(tmp_path_factory):
-    yield from _start(tmp_path_factory, {"SPECGATE_SIM_ACCEPT_MULTIPLIER": "0.5"})
-
-
-@pytest.fixture(scope="module")
-def wrong_code_sim(tmp_path_factory):
-    yield from _start(tmp_path_factory, {"SPECGATE_SIM_WRONG_FRACTION": "0.25"})
-
-
-def gate(tmp_path: Path, sim, release: str = "cand", known_good: str = "", check: bool = False, **overrides) -> RoleRun:
-    (tmp_path / "opt" / "releases" / release).mkdir(parents=True, exist_ok=True)
-    role_vars = {**SMALL_MATRIX, "spec_gate_promote": False, **gate_facts(tmp_path, sim, release, known_good),
-                 **overrides}  # fmt: skip
-    return run_role(tmp_path / f"run-{release}", "spec_gate", role_vars, cmdline="--check" if check else "")
-
-
-def gate_facts(tmp_path: Path, sim, release: str, known_good: str) -> dict:
-    """What the earlier stages publish for a gate of ``release`` served by ``sim`` (its layout under tmp_path/opt)."""
-    base = tmp_path / "opt"
-    return {
-        "specgate_release": {
-            "id": release,
-            "dir": str(base / "releases" / release),
-            "port": sim.port,
-            "known_good_id": known_good,
-            "active_id": release,
-            "api_key_set": True,
-            # The benchmark becomes this user: the one running the tests (no sudo needed to become oneself).
-            "user": getpass.getuser(),
-            "cache_dir": str(tmp_path / "cache"),
-        },
-        "specgate_sglang_env": {"python": sys.executable, "base_dir": str(base)},
-        "spec_gate_reports_dir": str(tmp_path / "reports"),
-    }
-
-
-def failure(run: RoleRun) -> tuple[str, str]:
-    assert run.status == "failed", run.status
-    (task, res), *_ = run.failed_tasks()
-    if "results" in res:  # a loop: the failed items carry the messages
-        return task, " ".join(r["msg"] for r in res["results"] if "msg" in r and "skip_reason" not in r)
-    return task, res["msg"]
+    yield from start_sim(tmp_path_factory, {})
 
 
 @pytest.fixture(scope="module")
@@ -148,23 +53,6 @@ def test_healthy_candidate_passes_and_its_result_lands_on_host_and_controller(he
     assert shown[0].startswith("Gate for release kg — Successful after 3 run(s) → promote")
 
 
-def test_lowered_acceptance_fails_the_play_naming_metric_threshold_and_measured_value(tmp_path, low_acceptance_sim):
-    task, msg = failure(gate(tmp_path, low_acceptance_sim))
-    assert task == "Fail the play with the gate's reason"
-    assert msg.startswith("Gate failed for release cand: Acceptance length (request-side, set code) measured ")
-    assert "the gate requires at least 3 (spec_gate_min_accept_length)" in msg
-    measured = float(msg.split(" measured ")[1].split(" ")[0])
-    assert 1.0 < measured < 3.0
-    assert "Coding-eval" not in msg
-
-
-def test_quality_drop_trips_the_correctness_gate(tmp_path, wrong_code_sim):
-    _task, msg = failure(gate(tmp_path, wrong_code_sim))
-    assert "Coding-eval pass rate measured 0.75" in msg
-    assert "at least 0.9 (spec_gate_min_correctness)" in msg
-    assert "Acceptance length" not in msg
-
-
 def test_regression_against_known_good_reads_its_stored_result(tmp_path, sim, healthy):
     healthy_dir, first = healthy
     assert first.status == "successful", first.failed_tasks()
@@ -173,15 +61,16 @@ def test_regression_against_known_good_reads_its_stored_result(tmp_path, sim, he
     kg = json.loads(kg_file.read_text())
     for r in kg["runs"]:
         for cell in r["cells"]:
-            cell["output_tok_s"] *= 10  # the known-good release was ten times faster
+            cell["output_tok_s"] *= 100  # the known-good release was a hundred times faster
     kg_file.write_text(json.dumps(kg))
     run = gate(tmp_path, sim, release="cand", known_good="kg", spec_gate_max_runs=4)
     stored = json.loads((tmp_path / "opt" / "releases" / "cand" / "gate.json").read_text())
     regression = next(m for m in stored["analysis"]["metrics"] if m["name"] == "regression")
     assert regression["phase"] == "Failed"
-    # Against the stored runs (ten times faster) the ratio is near 0.1, not near 1; the sim's speed noise on a busy
-    # machine moves it (0.154 seen under CI's load), so the bound only tells the two apart.
-    assert 0.03 < regression["interval"]["mean"] < 0.3
+    # Against the stored runs (a hundred times faster) the ratio is near 0.01, not near 1. The sim's speed is wall-clock
+    # time, and the stored runs were measured earlier under another load (4x apart seen beside a busy lint): the wide
+    # factor keeps the two readings apart under any load swing the machine sees.
+    assert 0.001 < regression["interval"]["mean"] < 0.3
     assert stored["action"] == "rollback"
     assert "output_tok_s relative to known-good (set chat, short context, C=4) measured" in stored["message"]
     assert "(spec_gate_max_regression)" in stored["message"]

@@ -40,8 +40,8 @@ description:
     crashed on start, or rejected before any launch) is not launched again; a point whose row says started (the
     sweep was interrupted mid-bench) is redone. Changes nothing.
   - C(state=report) writes sweep.md (embedding the plots), sweep.json and PNG plots in I(dir) from the rows that
-    stand, with the winner per use case by the robust pick (the cheapest config within I(tolerance) of the best
-    noise-aware score) and the inventory snippet that deploys each winner.
+    stand, with the winner per use case (the cheapest config within I(tolerance) of the best mean over
+    runs) and the inventory snippet that deploys each winner.
   - Bad sweep settings fail naming the variable (spec_sweep_grid, spec_sweep_configs, spec_sweep_search,
     spec_sweep_tolerance, model_weights_drafters) and the fix.
   - Every answer lists I(drafters), the drafters the points need besides the weights stage's own, once each; the
@@ -231,11 +231,11 @@ redo:
   type: dict
   returned: state=next
 pruned:
-  description: Search mode, per branch not expanded, why.
+  description: Search mode, once done, per point not launched, why (how far its bound stays below the best).
   type: dict
   returned: state=next
 notes:
-  description: Search mode, once done, where the search could have missed a winner.
+  description: Search mode, once done, per use case which neighbours confirm the winner, and any crash beside it.
   type: list
   elements: str
   returned: state=next

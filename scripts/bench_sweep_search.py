@@ -9,7 +9,8 @@ resume.next_to_launch what to launch from the rows so far, exactly as a resumed 
 
     scripts/bench_sweep_search.py [--runs 3] [--tolerance 0.01] [--seed 0] [--json OUT] [--report DIR] [--quiet]
 
-Exit status 0 when the search's per-use-case winners equal the exhaustive grid's with at most half its launches.
+Exit status 0 when the search's per-use-case winners equal the exhaustive grid's with at most 0.85 of its launches
+(the goal on an 18-point grid).
 
     scripts/bench_sweep_search.py --surfaces 200 [--noise 0.03] [--runs 3] [--json OUT]
 
@@ -38,6 +39,7 @@ if str(ROOT / "module_utils") not in ansible.module_utils.__path__:
 sys.path.insert(0, str(ROOT / "sim"))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+import sweep_search_v2  # noqa: E402 - the frozen v2 search and pick, the reference the search is measured against
 from ansible.module_utils.specgate.sweep.grid import Point, expand  # noqa: E402 - needs the path set above
 from ansible.module_utils.specgate.sweep.plots import write_plots  # noqa: E402
 from ansible.module_utils.specgate.sweep.progress import progress_line  # noqa: E402
@@ -148,20 +150,43 @@ class FamilyRun:
     shortfalls: dict[str, float]  # metric -> how far below the true best the pick truly is
 
 
-FAMILY_MODES = ("exhaustive", "search")
+FAMILY_MODES = ("exhaustive", "exhaustive-v2pick", "v2 search", "search")
+
+
+def _v2_search(points: Sequence[Point], launch: Callable[[Point], dict], rejected: set[str],
+               tolerance: float) -> list[dict]:  # fmt: skip
+    """v2's loop as it shipped: its own scores (median - 1.4826 MAD) and propose, rejected points never launched."""
+    rows = {n: {"name": n, "status": "rejected"} for n in rejected}
+    while True:
+        proposal = sweep_search_v2.propose(points, sweep_search_v2.v2_scores(rows, METRICS), tolerance)
+        if not proposal.points:
+            return [r for r in rows.values() if r.get("status") != "rejected"]
+        point = proposal.points[0]
+        try:
+            rows[point.name] = launch(point)
+        except RuntimeError as error:
+            rows[point.name] = failed_row(point.name, None, str(error), point.key())
 
 
 def family_run(points: Sequence[Point], surf, mode: str, *, tolerance: float, runs: int) -> FamilyRun:
-    """One mode on one surface (sweep_surfaces.py), each launch under its own noise; the picks as the report makes
-    them (robust_winners)."""
+    """One mode on one surface (sweep_surfaces.py), each launch under its own noise: exhaustive and search as the
+    sweep runs them (picks by robust_winners); v2's search and pick as they shipped (the frozen sweep_search_v2.py),
+    and the exhaustive grid judged by v2's pick: the references they are measured against."""
     launcher = Launcher(surf, runs, seed=FAMILY_MODES.index(mode))
     launchable = [p.name for p in points if p.name not in surf.rejected]
+    if mode == "v2 search":
+        ok = {r["name"]: r for r in _v2_search(points, launcher, set(surf.rejected), tolerance)}
+        picks = {m: sweep_search_v2.v2_pick(ok, m, tolerance) for m in METRICS}
+    else:
+        def resolve(point: Point) -> str | None:
+            return "refused before launch" if point.name in surf.rejected else None
 
-    def resolve(point: Point) -> str | None:
-        return "refused before launch" if point.name in surf.rejected else None
-
-    result = run_mode(points, launcher, search=mode == "search", tolerance=tolerance, resolve=resolve)
-    picks = {w["metric"]: w["name"] for w in result.winners.values()}
+        result = run_mode(points, launcher, search=mode == "search", tolerance=tolerance, resolve=resolve)
+        if mode == "exhaustive-v2pick":
+            ok = {r["name"]: r for r in result.rows if r.get("status") == "ok"}
+            picks = {m: sweep_search_v2.v2_pick(ok, m, tolerance) for m in METRICS}
+        else:
+            picks = {w["metric"]: w["name"] for w in result.winners.values()}
     return FamilyRun(launcher.count, len(launchable),
                      {m: shortfall(surf, m, picks.get(m), launchable) for m in METRICS})  # fmt: skip
 
@@ -188,16 +213,16 @@ def family(surfaces: int, *, tolerance: float, runs: int, noise: float, first_se
 
 
 def print_family(results: dict) -> None:
-    print(f"{'grid':>5} {'mode':>11} {'within 1 %':>10} {'launches median':>16} {'worst':>6} {'worst shortfall':>16}")
+    print(f"{'grid':>5} {'mode':>17} {'within 1 %':>10} {'launches median':>16} {'worst':>6} {'worst shortfall':>16}")
     for modes in results.values():
         for mode, m in modes.items():
-            print(f"{m['points']:>5} {mode:>11} {m['within_1pct']:>10.2f} {m['median_launch_ratio']:>15.2f}x "
+            print(f"{m['points']:>5} {mode:>17} {m['within_1pct']:>10.2f} {m['median_launch_ratio']:>15.2f}x "
                   f"{m['worst_launch_ratio']:>5.2f}x {m['worst_shortfall']:>15.1%}")  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3, help="benchmark runs per point (the noise-aware score needs 3)")
+    parser.add_argument("--runs", type=int, default=3, help="benchmark runs per point (a mean's interval needs 2+)")
     parser.add_argument("--tolerance", type=float, default=0.01)
     parser.add_argument("--seed", type=int, default=0, help="the sim's request seed (another draw of the noise)")
     parser.add_argument("--json", type=Path, help="write both modes' launches, times and winners here")
@@ -229,19 +254,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             for note in w["notes"]:
                 print(f"{'':14}- {note}")
     print(f"search launched: {', '.join(search.launches)}")
-    for label, why in search.pruned.items():
-        print(f"pruned: {label}: {why}")
+    for name, why in search.pruned.items():
+        print(f"not launched: {name}: {why}")
     for note in search.notes:
-        print(f"could have missed: {note}")
+        print(note)
     same = winner_names(exhaustive) == winner_names(search)
     ratio = len(search.launches) / len(exhaustive.launches)
     print(f"winners identical: {'yes' if same else 'NO'}; launches {len(search.launches)}/{len(exhaustive.launches)} "
-          f"= {ratio:.2f}x (goal <= 0.5x)")  # fmt: skip
+          f"= {ratio:.2f}x (goal <= 0.85x)")  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps([{"mode": r.mode, "launches": r.launches, "wall_s": r.wall_s,
                                           "winners": r.winners, "notes": r.notes, "pruned": r.pruned}
                                          for r in results], indent=1))  # fmt: skip
-    return 0 if same and ratio <= 0.5 else 1
+    return 0 if same and ratio <= 0.85 else 1
 
 
 if __name__ == "__main__":

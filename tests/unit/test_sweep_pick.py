@@ -1,19 +1,21 @@
-"""The robust pick: median minus scaled MAD, the cheapest within tolerance, ties and noise said."""
+"""The pick: the mean over runs with its interval, the cheapest within tolerance, ties and noise said."""
 
 from __future__ import annotations
+
+import statistics
 
 import pytest
 from ansible.module_utils.specgate.sweep.pick import pick, score
 
 
-def test_score_is_the_median_less_the_scaled_mad():
-    s = score("a", [100.0, 110.0, 90.0])
-    assert s.median == 100.0
-    assert s.dispersion == pytest.approx(1.4826 * 10.0)
+def test_score_is_the_mean_and_its_interval_is_1_96_standard_errors():
+    s = score("a", [100.0, 110.0, 90.0, 104.0])
+    assert s.score == s.mean == pytest.approx(101.0)
+    assert s.dispersion == pytest.approx(1.96 * statistics.stdev([100.0, 110.0, 90.0, 104.0]) / 2)
     assert score("b", [5.0]).dispersion == 0.0
 
 
-def test_one_lucky_run_does_not_win_against_a_steady_config():
+def test_a_config_wins_by_its_mean_not_by_its_best_run():
     chosen = pick({"lucky": [100.0, 160.0, 100.0, 40.0], "steady": [120.0, 121.0, 119.0]})
     assert chosen.winner == "steady"
 

@@ -116,11 +116,12 @@ def test_the_plots_are_written_as_non_empty_png_and_embedded_in_sweep_md(rows, t
         assert data.startswith(PNG_MAGIC), path
         assert len(data) > 5000, path
     best = robust_winners(rows)
-    launches = {"mode": "search", "launched": 3, "points": 4, "pruned": {"ddtree bs8 window 2048": "dominated"},
-                "notes": ["speed_c1_short: flat within 1% from a to b"]}  # fmt: skip
+    launches = {"mode": "search", "launched": 3, "points": 4, "pruned": {"bs8-b12-t4": "bounded at 97.0% of the best"},
+                "notes": ["speed_c1_short: the best, bs8-b8-t4 (150), has every neighbour measured"]}  # fmt: skip
     md = sweep_report_markdown("s1", "ct200", rows, best, plots=[str(p) for p in paths], launches=launches)
     assert "Launches: 3 of 4 grid points (search mode)." in md
-    assert "the search could have missed a winner here: speed_c1_short: flat" in md
+    assert "- not launched: bs8-b12-t4: bounded at 97.0% of the best" in md
+    assert "- speed_c1_short: the best, bs8-b8-t4 (150), has every neighbour measured" in md
     doc = sweep_document("s1", "ct200", rows, best, plots=[str(p) for p in paths], launches=launches)
     json.dumps(doc)  # sweep.json is plain JSON
     assert doc["plots"] == [p.name for p in paths]

@@ -11,14 +11,15 @@ benchmark stopped part-way, is redone.
 from __future__ import annotations
 
 import json
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ansible.module_utils.specgate.sweep.grid import Point
 from ansible.module_utils.specgate.sweep.manifest import MANIFEST_FILE
-from ansible.module_utils.specgate.sweep.pick import DEFAULT_TOLERANCE, score
-from ansible.module_utils.specgate.sweep.search import FAILED, Proposal, propose
+from ansible.module_utils.specgate.sweep.pick import DEFAULT_TOLERANCE
+from ansible.module_utils.specgate.sweep.search import Measured, Proposal, propose
 from ansible.module_utils.specgate.sweep.sweep_report import USE_CASES
 
 REPORT_FILES = ("sweep.json", MANIFEST_FILE)
@@ -91,18 +92,21 @@ def plan(points: Sequence[Point], rows: Sequence[Mapping], conditions: str | Non
     return ResumePlan(finished, tuple(p for p in points if p.name not in finished), redo)
 
 
-def search_scores(finished: Mapping[str, Mapping]) -> dict[str, dict[str, float]]:
-    """Per finished point, the noise-aware score (pick.score) per use case metric; FAILED where it did not run."""
-    out: dict[str, dict[str, float]] = {}
+def search_scores(finished: Mapping[str, Mapping]) -> dict[str, dict[str, Measured] | None]:
+    """Per finished point, its mean, runs and spread per use case metric; None where it did not run."""
+    out: dict[str, dict[str, Measured] | None] = {}
     for name, row in finished.items():
         if status(row) != "ok":
-            out[name] = {metric: FAILED for _key, _meaning, metric in USE_CASES}
+            out[name] = None
             continue
         runs = row.get("per_run") or {}
-        out[name] = {}
+        values: dict[str, Measured] = {}
         for _key, _meaning, metric in USE_CASES:
-            values = runs.get(metric) or ([row[metric]] if row.get(metric) is not None else [])
-            out[name][metric] = score(name, values).score if values else FAILED
+            measured = runs.get(metric) or ([row[metric]] if row.get(metric) is not None else [])
+            if measured:
+                values[metric] = Measured(statistics.fmean(measured), len(measured),
+                                          statistics.stdev(measured) if len(measured) > 1 else 0.0)  # fmt: skip
+        out[name] = values or None
     return out
 
 

@@ -1,172 +1,229 @@
 """The opt-in search: which grid points to launch next, given the rows so far, instead of launching them all.
 
-It uses the space's structure (field-notes.md): within a branch (the points that differ only in DDTree budget and
-top-k) acceptance rises with budget and top-k while the verify step's cost rises too, so each use case's score is
-taken as unimodal with diminishing returns along those ordered axes. Per branch and use case it climbs from the
-cheapest point, one axis at a time, and stops a direction at the first point no better than the current one (the
-optimum is bracketed) or once the concave bound (the last two points' slope carried on) cannot reach within the
-tolerance of the best score any branch has measured. A branch that another branch beats or ties on every use case
-at a point both measured, at no more cost, is dominated and not expanded further.
+It launches a point only while the point could still win a use case: from the points measured so far it bounds what
+each unlaunched point can score, and a point whose bound stays below the best mean measured for every use case (for
+a point cheaper than that best, below the best less the pick's tolerance) is not launched. The bounds rest on three
+assumptions about the space (field-notes.md), stated here and in the report:
 
-`propose` is stateless: it reads only the results so far, so a playbook can launch its first point, write the row,
-and call it again, and a resumed sweep continues where the rows on disk leave it. Branches are served round-robin
-(fewest measured first), so dominance shows before a branch is climbed to its end.
+1. Along a *line* (the points of one branch and one top-k, differing only in DDTree budget) each use case's score is
+   unimodal in the budget, with diminishing returns while it rises: two measured points left of a point bound it
+   (the line through them carried on while they rise, the nearer one's value once they fall); two right of it bound
+   it only when they rise (the peak is past them). The far side of a peak may fall steeply, so it bounds nothing.
+2. The same along top-k at one budget, in log2 of top-k.
+3. Between two lines over the same budgets, the ratio of their scores moves monotonically with the budget: a point is
+   at most the other line's value at its budget times the larger of the two lines' ratios at the nearest budgets
+   both measured on either side (or, from one side, the nearer ratio when the ratio falls toward the point).
 
-What it can miss, said in `Proposal.notes`: a curve flat within noise (a step that is no better stops the climb) or
-one that is not unimodal, and a branch pruned on one shared point whose other points would have won.
+Noise is allowed for: every measured value enters a bound raised (and the far point of a slope lowered) by one
+standard error, from the runs' pooled relative spread; a ratio by two. No branch is dropped on one comparison, and a
+step counts as a fall only when it is one beyond that noise. A crashed or refused point is finished and carries no
+value: the bounds step over it to the next measured point past it, and the report names it.
+
+Order: first both ends of every line (they bracket the rest of it), then the point whose bound is highest against
+the best so far. `propose` is stateless: it reads only the rows so far, so a playbook can launch one point, write its
+row and ask again, and a resumed sweep continues where the rows on disk leave it.
+
+When it stops, `Proposal.pruned` says for every point not launched how far its bound stays below the best, and
+`notes` says which winners every neighbour confirmed (measured or bounded below it) and where a crash left a gap.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ansible.module_utils.specgate.sweep.grid import ORDERED_AXES, Point
+from ansible.module_utils.specgate.sweep.grid import Point
 from ansible.module_utils.specgate.sweep.pick import DEFAULT_TOLERANCE
 
-FAILED = -math.inf  # a point that was rejected or crashed: measured, and worse than anything
+NOISE_WHEN_UNKNOWN = 0.05  # relative spread assumed before any point ran twice
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One use case's value of a point: the mean over its runs and their sample standard deviation."""
+
+    mean: float
+    runs: int
+    spread: float = 0.0
+
+
+# Per finished point, its value per use case metric; None: finished without a value (crashed on start, refused).
+Scores = Mapping[str, "Mapping[str, Measured] | None"]
 
 
 @dataclass(frozen=True)
 class Proposal:
     points: tuple[Point, ...]  # to launch next, in order (launch the first, then ask again); empty: the search is done
-    pruned: Mapping[str, str] = field(default_factory=dict)  # branch label -> why it is not expanded
-    notes: tuple[str, ...] = ()  # where the search could have missed a winner
+    pruned: Mapping[str, str] = field(default_factory=dict)  # point not launched -> why
+    notes: tuple[str, ...] = ()  # which winners their neighbours confirm, where a crash left a gap
 
 
-def branch_label(point: Point) -> str:
-    algorithm, block, window, parallel, drafter = point.branch()
-    label = f"{algorithm.lower()} bs{block} window {window or 'none'}"
-    if parallel:
-        label += f" {parallel}"
-    if drafter is not None:
-        label += f" drafter {drafter.repo}"
-    return label
+def line_of(point: Point) -> tuple:
+    """The points a budget curve runs through: one branch, one top-k."""
+    return (point.branch(), point.topk or 0)
 
 
-def _axis_value(point: Point, axis: str) -> int:
-    return getattr(point, axis) or 0
+def _budget(point: Point) -> float:
+    return float(point.budget or 0)
 
 
-def neighbour(point: Point, branch: Sequence[Point], axis: str, direction: int) -> Point | None:
-    """The next point along ``axis`` (up: +1, down: -1), the other ordered axes as close to this point's as the
-    branch allows (a constraint may tie them, e.g. top-k = budget / 4)."""
-    here = _axis_value(point, axis)
-    others = [a for a in ORDERED_AXES if a != axis]
-    ahead = [q for q in branch if (_axis_value(q, axis) - here) * direction > 0]
-    if not ahead:
-        return None
-    step = min(abs(_axis_value(q, axis) - here) for q in ahead)
-    nearest = [q for q in ahead if abs(_axis_value(q, axis) - here) == step]
-    return min(nearest, key=lambda q: (sum(abs(_axis_value(q, a) - _axis_value(point, a)) for a in others), q.cost()))
+def _log_topk(point: Point) -> float:
+    return math.log2(point.topk or 1)
 
 
-def _bounded_out(branch: Sequence[Point], current: Point, nxt: Point, axis: str, *, direction: int,
-                 score: Mapping[str, float], incumbent: float, tolerance: float) -> bool:  # fmt: skip
-    """Whether, with diminishing returns along ``axis``, ``nxt`` cannot come within the tolerance of the incumbent."""
-    behind = neighbour(current, branch, axis, -direction)
-    if behind is None or behind.name not in score or score[behind.name] == FAILED or incumbent == FAILED:
-        return False
-    here, there = _axis_value(current, axis), _axis_value(behind, axis)
-    slope = (score[current.name] - score[behind.name]) / abs(here - there)
-    bound = score[current.name] + slope * abs(_axis_value(nxt, axis) - here)
-    return bound < incumbent - abs(incumbent) * tolerance
+def relative_noise(scores: Scores) -> float:
+    """The standard error of a point's mean, relative to it: the median relative spread of every measured value over
+    the square root of the runs (pooled: three runs say little about one point's own spread)."""
+    spreads = [m.spread / m.mean for values in scores.values() if values for m in values.values()
+               if m.runs > 1 and m.mean > 0]  # fmt: skip
+    runs = [m.runs for values in scores.values() if values for m in values.values()]
+    spread = statistics.median(spreads) if spreads else NOISE_WHEN_UNKNOWN
+    return spread / math.sqrt(statistics.median(runs) if runs else 1)
 
 
-def climb(branch: Sequence[Point], score: Mapping[str, float], incumbent: float, tolerance: float) -> Point | None:
-    """The next point this use case's climb in this branch needs, or None when its optimum is bracketed."""
-    current = min(branch, key=Point.cost)
-    if current.name not in score:
-        return current
-    moved = True
-    while moved:
-        moved = False
-        for axis in ORDERED_AXES:
-            for direction in (1, -1):
-                while True:
-                    nxt = neighbour(current, branch, axis, direction)
-                    if nxt is None:
-                        break
-                    if nxt.name not in score:
-                        if _bounded_out(branch, current, nxt, axis, direction=direction, score=score,
-                                        incumbent=incumbent, tolerance=tolerance):
-                            break
-                        return nxt
-                    if score[nxt.name] > score[current.name]:
-                        current, moved = nxt, True
-                    else:
-                        break
-    return None
+def curve_bound(at: float, measured: Sequence[tuple[float, float]], noise: float) -> float:
+    """Assumptions 1 and 2: the most a unimodal curve with diminishing returns can reach at ``at``, given
+    ``measured`` (coordinate, value) pairs of the same curve; inf when no two measured points lie on one side."""
+    left = sorted(p for p in measured if p[0] < at)
+    right = sorted(p for p in measured if p[0] > at)
+    bounds = []
+    if len(left) >= 2:
+        (x1, f1), (x2, f2) = left[-2], left[-1]
+        near, far = f2 * (1 + noise), f1 * (1 - noise)
+        bounds.append(near + max((near - far) / (x2 - x1), 0.0) * (at - x2))
+    if len(right) >= 2:
+        (_, f3), (_, f4) = right[0], right[1]
+        # Rising to the right: the peak is past the nearer one, so nothing left of it is higher. Falling to the right
+        # is the curve's far side, which may fall steeply from a peak (convex), so it bounds nothing to its left.
+        if f3 * (1 + noise) <= f4 * (1 - noise):
+            bounds.append(f3 * (1 + noise))
+    return min(bounds, default=math.inf)
 
 
-def dominated_by(
-    branch: Sequence[Point], other: Sequence[Point], scores: Mapping[str, Mapping[str, float]]
-) -> str | None:
-    """A point both branches measured where ``other`` is at least as good on every use case, better on one, and
-    no dearer: the name of ``other``'s point, else None."""
-    theirs = {q.coords(): q for q in other if q.name in scores}
-    for mine in branch:
-        rival = theirs.get(mine.coords())
-        if rival is None or mine.name not in scores or rival.cost() > mine.cost():
-            continue
-        a, b = scores[mine.name], scores[rival.name]
-        if FAILED in a.values() or FAILED in b.values():  # a crash says nothing about the rest of either branch
-            continue
-        if all(b[u] >= a[u] for u in a) and any(b[u] > a[u] for u in a):
-            return rival.name
-    return None
+def ratio_bound(at: float, mine: Mapping[float, float], theirs: Mapping[float, float], noise: float) -> float:
+    """Assumption 3: the most a point of one line can reach at budget ``at``, from another line measured there and
+    the two lines' ratio at the budgets both measured; inf when the ratio is not bracketed or falling toward it."""
+    if at not in theirs:
+        return math.inf
+    ratio = {x: mine[x] / theirs[x] for x in mine if x in theirs and theirs[x] > 0}
+    below = sorted(x for x in ratio if x < at)
+    above = sorted(x for x in ratio if x > at)
+    if below and above:
+        r = max(ratio[below[-1]], ratio[above[0]])
+    elif len(below) >= 2 and ratio[below[-2]] >= ratio[below[-1]]:
+        r = ratio[below[-1]]
+    elif len(above) >= 2 and ratio[above[1]] >= ratio[above[0]]:
+        r = ratio[above[0]]
+    else:
+        return math.inf
+    return theirs[at] * r * (1 + 2 * noise)
 
 
-def propose(
-    points: Sequence[Point], scores: Mapping[str, Mapping[str, float]], tolerance: float = DEFAULT_TOLERANCE
-) -> Proposal:
-    """``scores``: per finished point, its noise-aware score per use case metric (FAILED where it did not run)."""
-    branches: dict[tuple, list[Point]] = {}
+class _Space:
+    """The grid and what has been measured on it, for one use case metric at a time."""
+
+    def __init__(self, points: Sequence[Point], scores: Scores) -> None:
+        self.points = list(points)
+        self.scores = scores
+        self.noise = relative_noise(scores)
+        self.metrics = sorted({m for values in scores.values() if values for m in values})
+
+    def value(self, point: Point, metric: str) -> float | None:
+        values = self.scores.get(point.name)
+        return values[metric].mean if values and metric in values else None
+
+    def best(self, metric: str) -> tuple[Point, float] | None:
+        measured = [(p, v) for p in self.points if (v := self.value(p, metric)) is not None]
+        return max(measured, key=lambda pv: pv[1], default=None)
+
+    def bound(self, point: Point, metric: str) -> float:
+        line = [q for q in self.points if line_of(q) == line_of(point)]
+        along_budget = [(_budget(q), v) for q in line if q is not point and (v := self.value(q, metric)) is not None]
+        across_topk = [(_log_topk(q), v) for q in self.points if q is not point and q.branch() == point.branch()
+                       and _budget(q) == _budget(point) and (v := self.value(q, metric)) is not None]  # fmt: skip
+        bounds = [curve_bound(_budget(point), along_budget, self.noise),
+                  curve_bound(_log_topk(point), across_topk, self.noise)]  # fmt: skip
+        mine = {_budget(q): v for q in line if (v := self.value(q, metric)) is not None}
+        others: dict[tuple, dict[float, float]] = {}
+        for q in self.points:
+            if line_of(q) != line_of(point) and (v := self.value(q, metric)) is not None:
+                others.setdefault(line_of(q), {})[_budget(q)] = v
+        bounds += [ratio_bound(_budget(point), mine, theirs, self.noise) for theirs in others.values()]
+        return min(bounds)
+
+    def reach(self, point: Point, tolerance: float) -> tuple[float, str | None]:
+        """The highest bound of ``point`` against what it must beat in each use case (inf before anything ran): the
+        best measured, or, for a point cheaper than that best, the best less the tolerance (the pick takes the
+        cheapest config within it)."""
+        best = (-math.inf, None)
+        for metric in self.metrics or ["_"]:
+            top = self.best(metric)
+            if top is None or top[1] <= 0:
+                return math.inf, None
+            bar = top[1] * (1 - tolerance) if point.cost() < top[0].cost() else top[1]
+            share = self.bound(point, metric) / bar
+            if share > best[0]:
+                best = (share, metric)
+        return best
+
+
+def _line_ends(points: Sequence[Point]) -> list[Point]:
+    lines: dict[tuple, list[Point]] = {}
     for point in points:
-        branches.setdefault(point.branch(), []).append(point)
-    use_cases = sorted({u for s in scores.values() for u in s}) or ["_"]
-    incumbents = {u: max((s[u] for s in scores.values()), default=FAILED) for u in use_cases}
-    pruned: dict[str, str] = {}
-    live = []
-    for key, branch in branches.items():
-        rival = next((d for other_key, other in branches.items() if other_key != key
-                      for d in [dominated_by(branch, other, scores)] if d), None)  # fmt: skip
-        if rival is not None:
-            pruned[branch_label(branch[0])] = f"dominated on every use case by {rival} at the same budget and top-k"
-            continue
-        live.append(branch)
-    live.sort(key=lambda b: sum(p.name in scores for p in b))
-    wanted: list[Point] = []
-    for branch in live:
-        for u in use_cases:
-            per_point = {name: s[u] for name, s in scores.items() if u in s}
-            nxt = climb(branch, per_point, incumbents[u], tolerance)
-            if nxt is not None:
-                if nxt not in wanted:
-                    wanted.append(nxt)
-                break
-    notes = tuple(_flat_notes(branches, scores, tolerance)) if not wanted else ()
-    return Proposal(tuple(wanted), pruned, notes)
+        lines.setdefault(line_of(point), []).append(point)
+    ends = []
+    for line in lines.values():
+        ordered = sorted(line, key=_budget)
+        ends += [p for p in (ordered[0], ordered[-1]) if p not in ends]
+    return ends
 
 
-def _flat_notes(branches: Mapping[tuple, Sequence[Point]], scores: Mapping[str, Mapping[str, float]],
-                tolerance: float) -> list[str]:  # fmt: skip
-    """Where a climb stopped on a step within the tolerance: the curve was flat there, a later rise was not seen."""
+def neighbours(point: Point, points: Sequence[Point]) -> list[Point]:
+    """The next point either way along the budget (same line) and along top-k (same branch and budget)."""
+    line = sorted((q for q in points if line_of(q) == line_of(point)), key=_budget)
+    across = sorted((q for q in points if q.branch() == point.branch() and _budget(q) == _budget(point)),
+                    key=_log_topk)  # fmt: skip
+    out = []
+    for axis in (line, across):
+        i = axis.index(point)
+        out += [q for q in axis[max(i - 1, 0):i] + axis[i + 1:i + 2] if q not in out]
+    return out
+
+
+def propose(points: Sequence[Point], scores: Scores, tolerance: float = DEFAULT_TOLERANCE) -> Proposal:
+    """What to launch next from ``scores`` (per finished point, per use case metric); empty when every unlaunched
+    point is bounded below what it must beat in every use case."""
+    space = _Space(points, scores)
+    todo = [p for p in points if p.name not in scores]
+    reach = {p.name: space.reach(p, tolerance) for p in todo}
+    live = [p for p in todo if reach[p.name][0] > 1.0]
+    if live:
+        ends = [p for p in _line_ends(points) if p in live]
+        if ends:
+            return Proposal((ends[0],))
+        return Proposal((min(live, key=lambda p: (-reach[p.name][0], p.cost())),))
+    pruned = {p.name: f"bounded at {reach[p.name][0]:.1%} of the best {reach[p.name][1]} it must beat, and lower "
+                      "on the other use cases" for p in todo}  # fmt: skip
+    return Proposal((), pruned, tuple(_notes(space, todo, reach)))
+
+
+def _notes(space: _Space, todo: Sequence[Point], reach: Mapping[str, tuple[float, str | None]]) -> list[str]:
     notes = []
-    for branch in branches.values():
-        measured = [p for p in branch if p.name in scores]
-        for p in measured:
-            for axis in ORDERED_AXES:
-                q = neighbour(p, branch, axis, 1)
-                if q is None or q.name in scores:
-                    continue
-                for u, value in scores[p.name].items():
-                    behind = neighbour(p, branch, axis, -1)
-                    if behind is None or behind.name not in scores or value == FAILED:
-                        continue
-                    previous = scores[behind.name][u]
-                    if previous != FAILED and abs(value - previous) <= abs(previous) * tolerance:
-                        notes.append(f"{u}: flat within {tolerance:.0%} from {behind.name} to {p.name}; {q.name} "
-                                     "was not launched and could be better if the curve rises again")
+    for metric in space.metrics:
+        top = space.best(metric)
+        if top is None:
+            continue
+        winner, value = top
+        around = neighbours(winner, space.points)
+        bounded = [q for q in around if q in todo]
+        gaps = [q.name for q in around if q.name in space.scores and space.scores[q.name] is None]
+        line = f"{metric}: the best, {winner.name} ({value:.4g}), "
+        line += ("has every neighbour measured" if not bounded else
+                 "is confirmed by its neighbours: " + ", ".join(
+                     f"{q.name} bounded at {space.bound(q, metric) / value:.1%}" for q in bounded))  # fmt: skip
+        if gaps:
+            line += f"; {', '.join(gaps)} crashed or was refused beside it, and the bounds stepped over it"
+        notes.append(line)
     return notes

@@ -208,16 +208,16 @@ def current_rows(rows: Sequence[Mapping]) -> list[Mapping]:
 
 
 def robust_winners(rows: Sequence[Mapping], tolerance: float = DEFAULT_TOLERANCE) -> dict[str, dict]:
-    """Per use case, the cheapest config within ``tolerance`` of the best noise-aware score (pick.py); a row's
+    """Per use case, the cheapest config within ``tolerance`` of the best mean over runs (pick.py); a row's
     ``cost`` (from its grid point) orders the candidates, rows without one count as equally cheap."""
     ran = [r for r in current_rows(rows) if not r.get("failed")]
-    medians = {metric: {r["name"]: statistics.median(_runs_of(r, metric)) for r in ran if _runs_of(r, metric)}
+    means = {metric: {r["name"]: statistics.fmean(_runs_of(r, metric)) for r in ran if _runs_of(r, metric)}
                for _key, _meaning, metric in USE_CASES}  # fmt: skip
-    tops = {metric: max(values.values(), default=0.0) for metric, values in medians.items()}
+    tops = {metric: max(values.values(), default=0.0) for metric, values in means.items()}
     out: dict[str, dict] = {}
     for key, meaning, metric in USE_CASES:
-        elsewhere = {r["name"]: sum(medians[m].get(r["name"], 0.0) / tops[m]
-                                    for m in medians if m != metric and tops[m])
+        elsewhere = {r["name"]: sum(means[m].get(r["name"], 0.0) / tops[m]
+                                    for m in means if m != metric and tops[m])
                      for r in ran}  # fmt: skip
         chosen = pick(
             {r["name"]: _runs_of(r, metric) for r in ran},
@@ -228,7 +228,7 @@ def robust_winners(rows: Sequence[Mapping], tolerance: float = DEFAULT_TOLERANCE
         row = next((r for r in ran if r["name"] == chosen.winner), None)
         out[key] = {"meaning": meaning, "metric": metric, "name": chosen.winner,
                     "release": row["release"] if row else None,
-                    "value": medians[metric].get(chosen.winner) if chosen.winner else None,
+                    "value": means[metric].get(chosen.winner) if chosen.winner else None,
                     "score": chosen.score, "best": chosen.best, "best_score": chosen.best_score,
                     "tolerance": tolerance, "within_tolerance": list(chosen.within_tolerance),
                     "within_noise": list(chosen.within_noise), "ties": list(chosen.ties),
@@ -288,13 +288,14 @@ def inventory_snippet(row: Mapping) -> str:
 def sweep_report_markdown(sweep_id: str, host: str, rows: Sequence[Mapping], best: Mapping[str, Mapping], *,
                           plots: Sequence[str] = (), launches: Mapping | None = None) -> str:  # fmt: skip
     """sweep.md: the winners (robust pick, with ties and noise said), how to deploy each, the rows, the plots.
-    ``launches``: {mode, launched, points, pruned: {branch: why}, notes: [where the search could have missed]}."""
+    ``launches``: {mode, launched, points, pruned: {point: why not launched}, notes: [which neighbours confirm each
+    winner, where a crash left a gap]}."""
     lines = [sweep_markdown(sweep_id, host, rows, best).rstrip(), ""]
     if launches:
         lines += [f"Launches: {launches.get('launched')} of {launches.get('points')} grid points "
                   f"({launches.get('mode')} mode).", ""]  # fmt: skip
-        lines += [f"- not expanded: {branch}: {why}" for branch, why in (launches.get("pruned") or {}).items()]
-        lines += [f"- the search could have missed a winner here: {note}" for note in launches.get("notes") or []]
+        lines += [f"- not launched: {point}: {why}" for point, why in (launches.get("pruned") or {}).items()]
+        lines += [f"- {note}" for note in launches.get("notes") or []]
         lines.append("")
     by_name = {r["name"]: r for r in rows}
     for key, _meaning, _metric in USE_CASES:

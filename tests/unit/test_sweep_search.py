@@ -110,3 +110,23 @@ def test_a_step_within_noise_is_not_a_fall_but_one_beyond_it_is():
     proposal = propose(points, clear)
     assert proposal.points == ()
     assert proposal.pruned["bs8-b12"].startswith("bounded at ")
+
+
+def test_a_dflash_chain_is_one_curve_over_its_block_size_and_a_baseline_a_point_of_its_own():
+    points = expand([{"name": "chain", "axes": {"algorithm": ["DFLASH"], "block_size": [4, 6, 8, 12, 16, 24]}},
+                     {"name": "base", "axes": {"algorithm": ["none"]}}])  # fmt: skip
+
+    def value(point) -> dict[str, Measured]:
+        drafted = (point.block_size or 1) - 1
+        return {"speed_c1_short": Measured(100.0 - abs(drafted - 7) ** 2, 3, 0.0)}  # peaks at block size 8
+
+    scores: dict = {}
+    launched = []
+    while (proposal := propose(points, scores)).points:
+        point = proposal.points[0]
+        launched.append(point.name)
+        scores[point.name] = value(point)
+    assert launched[:3] == ["dflash-bs4", "dflash-bs24", "nospec"]  # the chain's two ends, the baseline
+    assert "dflash-bs8" in launched
+    assert len(launched) < len(points)
+    assert set(proposal.pruned) == {p.name for p in points} - set(launched)

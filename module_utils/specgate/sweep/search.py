@@ -5,10 +5,11 @@ each unlaunched point can score, and a point whose bound stays below the best me
 a point cheaper than that best, below the best less the pick's tolerance) is not launched. The bounds rest on three
 assumptions about the space (field-notes.md), stated here and in the report:
 
-1. Along a *line* (the points of one branch and one top-k, differing only in DDTree budget) each use case's score is
-   unimodal in the budget, with diminishing returns while it rises: two measured points left of a point bound it
-   (the line through them carried on while they rise, the nearer one's value once they fall); two right of it bound
-   it only when they rise (the peak is past them). The far side of a peak may fall steeply, so it bounds nothing.
+1. Along a *line* (the points of one branch and one top-k, differing only in DDTree budget; or a DFlash chain's
+   points, differing only in block size, over the tokens drafted per step) each use case's score is unimodal, with
+   diminishing returns while it rises: two measured points left of a point bound it (the line through them carried
+   on while they rise, the nearer one's value once they fall); two right of it bound it only when they rise (the
+   peak is past them). The far side of a peak may fall steeply, so it bounds nothing.
 2. The same along top-k at one budget, in log2 of top-k.
 3. Between two lines over the same budgets, the ratio of their scores moves monotonically with the budget: a point is
    at most the other line's value at its budget times the larger of the two lines' ratios at the nearest budgets
@@ -19,9 +20,10 @@ standard error, from the runs' pooled relative spread; a ratio by two. No branch
 step counts as a fall only when it is one beyond that noise. A crashed or refused point is finished and carries no
 value: the bounds step over it to the next measured point past it, and the report names it.
 
-Order: first both ends of every line (they bracket the rest of it), then the point whose bound is highest against
-the best so far. `propose` is stateless: it reads only the rows so far, so a playbook can launch one point, write its
-row and ask again, and a resumed sweep continues where the rows on disk leave it.
+Order: first both ends of every line (they bracket the rest of it), then the live point nearest its line's best
+measured point (where a peak is, the bounds tighten fastest), the highest bound first among equals. `propose` is
+stateless: it reads only the rows so far, so a playbook can launch one point, write its row and ask again, and a
+resumed sweep continues where the rows on disk leave it.
 
 When it stops, `Proposal.pruned` says for every point not launched how far its bound stays below the best, and
 `notes` says which winners every neighbour confirmed (measured or bounded below it) and where a crash left a gap.
@@ -61,11 +63,17 @@ class Proposal:
 
 
 def line_of(point: Point) -> tuple:
-    """The points a budget curve runs through: one branch, one top-k."""
+    """The points one curve runs through: a DDTree branch at one top-k (over its budget), or a DFlash chain's
+    points that differ only in block size (over the tokens it drafts per step); any other point is a line of one."""
+    if point.algorithm == "DFLASH":
+        return (point.algorithm, point.window, point.parallel, point.drafter)
     return (point.branch(), point.topk or 0)
 
 
 def _budget(point: Point) -> float:
+    """Where a point sits on its line: a DDTree's budget, a DFlash chain's tokens drafted per step (block size - 1)."""
+    if point.algorithm == "DFLASH":
+        return float((point.block_size or 1) - 1)
     return float(point.budget or 0)
 
 
@@ -153,6 +161,15 @@ class _Space:
         bounds += [ratio_bound(_budget(point), mine, theirs, self.noise) for theirs in others.values()]
         return min(bounds)
 
+    def steps_from_best(self, point: Point, metric: str | None) -> int:
+        """How many points along its line ``point`` is from the line's best measured point for ``metric``."""
+        line = sorted((q for q in self.points if line_of(q) == line_of(point)), key=_budget)
+        measured = [q for q in line if metric is not None and self.value(q, metric) is not None]
+        if not measured:
+            return 0
+        top = max(measured, key=lambda q: self.value(q, metric) or 0.0)
+        return abs(line.index(point) - line.index(top))
+
     def reach(self, point: Point, tolerance: float) -> tuple[float, str | None]:
         """The highest bound of ``point`` against what it must beat in each use case (inf before anything ran): the
         best measured, or, for a point cheaper than that best, the best less the tolerance (the pick takes the
@@ -203,7 +220,8 @@ def propose(points: Sequence[Point], scores: Scores, tolerance: float = DEFAULT_
         ends = [p for p in _line_ends(points) if p in live]
         if ends:
             return Proposal((ends[0],))
-        return Proposal((min(live, key=lambda p: (-reach[p.name][0], p.cost())),))
+        return Proposal((min(live, key=lambda p: (space.steps_from_best(p, reach[p.name][1]), -reach[p.name][0],
+                                                  p.cost())),))  # fmt: skip
     pruned = {p.name: f"bounded at {reach[p.name][0]:.1%} of the best {reach[p.name][1]} it must beat, and lower "
                       "on the other use cases" for p in todo}  # fmt: skip
     return Proposal((), pruned, tuple(_notes(space, todo, reach)))

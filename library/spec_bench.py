@@ -10,6 +10,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.specgate.common.progress import ProgressWriter
 from ansible.module_utils.specgate.gate.bench_client import BenchError
+from ansible.module_utils.specgate.gate.bench_key import read_api_key
 from ansible.module_utils.specgate.gate.bench_progress import BenchProgress
 from ansible.module_utils.specgate.gate.bench_prompts import load_user_prompts
 from ansible.module_utils.specgate.gate.bench_report import bench_markdown
@@ -48,9 +49,18 @@ options:
     type: str
     default: 127.0.0.1
   api_key:
-    description: The server's API key, sent as an Authorization Bearer header. Empty when the server runs without one.
+    description:
+      - The server's API key, sent as an Authorization Bearer header. Empty when the server runs without one.
+      - Prefer I(api_key_file) in an async task run as another user than the one connecting - Ansible leaves such a
+        task's arguments on the host.
     type: str
     default: ""
+  api_key_file:
+    description:
+      - The release's SGLang config on the host (its C(launch.yaml)), whose C(api-key) is the key to send, read as
+        the benchmark's user. The key then never travels in the module's arguments.
+      - Mutually exclusive with I(api_key).
+    type: path
   sets:
     description: Prompt sets to run, each judged separately; C(user) needs I(user_prompts_file).
     type: list
@@ -172,6 +182,7 @@ ARGUMENT_SPEC = {
     "port": {"type": "int", "required": True},
     "host": {"type": "str", "default": "127.0.0.1"},
     "api_key": {"type": "str", "default": "", "no_log": True},
+    "api_key_file": {"type": "path"},
     "sets": {"type": "list", "elements": "str", "default": ["code", "math", "chat"]},
     "user_prompts_file": {"type": "path"},
     "contexts": {
@@ -215,7 +226,7 @@ def settings_from_params(p: dict) -> BenchSettings:
     return BenchSettings(
         port=p["port"],
         host=p["host"],
-        api_key=p["api_key"] or None,
+        api_key=read_api_key(p["api_key_file"]) if p["api_key_file"] else p["api_key"] or None,
         sets=tuple(p["sets"]),
         user_prompts=user,
         contexts=tuple(contexts),
@@ -238,7 +249,8 @@ def settings_from_params(p: dict) -> BenchSettings:
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, mutually_exclusive=[("api_key", "api_key_file")],
+                           supports_check_mode=True)  # fmt: skip
     try:
         settings = settings_from_params(module.params)
         validate(settings)

@@ -4,6 +4,7 @@ matrix, and one gate of a release on localhost as the earlier stages would publi
 from __future__ import annotations
 
 import getpass
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -64,8 +65,18 @@ def start_sim(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]) -> 
         proc.stop()
 
 
+def write_release(release_dir: Path, key: str, record: dict | None = None) -> Path:
+    """A release directory as sglang_service leaves it for the gate: launch.yaml holding the API key (the benchmark
+    reads it there) and, when given, release.json."""
+    release_dir.mkdir(parents=True, exist_ok=True)
+    (release_dir / "launch.yaml").write_text(f"api-key: {key}\n")
+    if record is not None:
+        (release_dir / "release.json").write_text(json.dumps(record))
+    return release_dir
+
+
 def gate(tmp_path: Path, sim, release: str = "cand", known_good: str = "", check: bool = False, **overrides) -> RoleRun:
-    (tmp_path / "opt" / "releases" / release).mkdir(parents=True, exist_ok=True)
+    write_release(tmp_path / "opt" / "releases" / release, KEY)
     role_vars = {**SMALL_MATRIX, "spec_gate_promote": False, **gate_facts(tmp_path, sim, release, known_good),
                  **overrides}  # fmt: skip
     return run_role(tmp_path / f"run-{release}", "spec_gate", role_vars, cmdline="--check" if check else "")

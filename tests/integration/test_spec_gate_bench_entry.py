@@ -14,6 +14,7 @@ import ansible_runner
 import pytest
 from specgate_sim import testing
 
+from integration.gate_harness import write_release
 from integration.preflight_runner import PROJECT_ROOT, VENV_BIN, RoleRun
 
 pytestmark = pytest.mark.slow
@@ -66,7 +67,7 @@ def run_play(tmp_path: Path, tasks_from: str, sim, release: str, extra: dict) ->
     ]
     (private / "project" / "play.yml").write_text(json.dumps(play), encoding="utf-8")
     base = tmp_path / "opt"
-    (base / "releases" / release).mkdir(parents=True, exist_ok=True)
+    write_release(base / "releases" / release, KEY)
     extravars = {
         **MATRIX,
         "specgate_release": {

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from specgate_sim import testing
 
+from integration.gate_harness import write_release
 from integration.preflight_runner import RoleRun, run_entries, run_on_ct200
 
 pytestmark = pytest.mark.slow
@@ -65,8 +66,7 @@ def layout(tmp_path: Path, port: int, active: str, known_good: str, stored_speed
     known-good whose runs were ``stored_speedup`` times the live server's speed (measured at another time)."""
     base = tmp_path / "opt"
     for release in {active, known_good, "cand"}:
-        (base / "releases" / release).mkdir(parents=True, exist_ok=True)
-        (base / "releases" / release / "release.json").write_text(json.dumps({"identity": {"port": port}}))
+        write_release(base / "releases" / release, KEY, {"identity": {"port": port}, "api_key_set": True})
     (base / "active").symlink_to(base / "releases" / active)
     (base / "known-good").symlink_to(base / "releases" / known_good)
     return base

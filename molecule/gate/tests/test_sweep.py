@@ -285,3 +285,24 @@ def test_an_interrupted_sweep_never_changes_what_the_host_deploys(host, grid_swe
     (row,) = [json.loads(path.read_text()) for path in out.glob("*dflash-bs16*.json")]
     assert row["status"] == "ok"
     assert row["speed_c1_short"] > 0
+
+
+def test_a_sweep_that_measured_no_point_fails_saying_why_and_known_good_serves(host, grid_sweep, tmp_path):
+    """Every point refused before launch (DDTREE without the patch, a drafter that is not there): the run fails
+    naming the points and the first reason, after known-good is back and the rows and report are written."""
+    assert grid_sweep[0].status == "successful"
+    known_good = pointer(host, "known-good")
+    grid = [GRID[3], GRID[5]]  # ddtree (specgate's settings check refuses it) and missing (SGLang's check does)
+    reports = tmp_path / "reports"
+    run = run_sweep(tmp_path, reports, {"spec_sweep_id": "nothing", "spec_sweep_grid": grid})
+    assert run.status == "failed"
+    failed = [e["event_data"] for e in run.events if e["event"] == "runner_on_failed"]
+    assert [f["task"] for f in failed] == ["Fail the sweep when it measured none of its points (every one refused "
+                                           "before launch or failed)"]  # fmt: skip
+    msg = " ".join(failed[0]["res"]["msg"].split())
+    assert "The sweep nothing measured none of its 2 points: 2 refused before launch (bs8-b4-t4, dflash-bs8-missing)" \
+        in msg
+    assert "known-good serves again" in msg
+    assert "sweep point " not in "".join(e.get("stdout", "") for e in run.events)  # nothing was launched
+    assert pointer(host, "active") == pointer(host, "known-good") == known_good
+    assert (reports / "specgate-gate" / "sweeps" / "nothing" / "sweep.md").exists()

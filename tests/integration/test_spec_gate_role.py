@@ -97,7 +97,8 @@ def test_check_mode_validates_but_sends_nothing_and_changes_nothing(tmp_path, si
     assert run.status == "successful", run.failed_tasks()
     assert run.changed_tasks() == []
     assert not (tmp_path / "opt" / "releases" / "cand" / "gate.json").exists()
-    assert any(e["event_data"].get("task") == "Check the thresholds are in range" for e in run.events)
+    assert any(e["event_data"].get("task") == "Check the thresholds are in range, naming the one that is not"
+               for e in run.events)  # fmt: skip
 
 
 # Each case: the bad settings, and the variable the refusal must name.
@@ -109,12 +110,20 @@ BAD_VARS = {
         "spec_gate_regression_cell",
     ),
     "accept-length-set-not-in-matrix": ({"spec_gate_accept_length_set": "math"}, "spec_gate_accept_length_set"),
-    "max-regression-10": ({"spec_gate_max_regression": 10}, "spec_gate_max_regression"),
+    "max-regression-10": ({"spec_gate_max_regression": 10},
+                          "spec_gate_max_regression is 10: it must be null or a number >= 0 and < 1 (a fraction)"),
     "user-set-without-prompts": (
         {"spec_gate_bench_sets": ["code", "user"], "spec_gate_max_regression": None},
         "spec_gate_bench_user_prompts",
     ),
-    "min-correctness-1.5": ({"spec_gate_min_correctness": 1.5}, "spec_gate_min_correctness"),
+    "min-correctness-1.5": ({"spec_gate_min_correctness": 1.5},
+                            "spec_gate_min_correctness is 1.5: it must be null or a number >= 0 and <= 1"),
+    # as -e passes them: strings; a number in a string is that number, a word is no number (never read as 0)
+    "max-regression-word": ({"spec_gate_max_regression": "abc", "spec_gate_min_correctness": "0.9"},
+                            "spec_gate_max_regression is 'abc' (not a number)"),
+    # (refused by the role's argument_specs as not an int, before the range check: named all the same)
+    "failure-limit-1.9": ({"spec_gate_failure_limit": 1.9, "spec_gate_max_regression": "0.2"},
+                          "spec_gate_failure_limit"),
     "inconclusive-policy-coin-flip": ({"spec_gate_inconclusive_policy": "coin_flip"}, "spec_gate_inconclusive_policy"),
 }
 
@@ -140,3 +149,9 @@ def test_bad_vars_are_refused_before_benchmarking_naming_the_variable(case, bad_
     assert len(runs.failures(case)) == 1, runs.stdout[-2000:]
     assert variable in runs.said(case)
     assert not (tmp_path / case / "opt" / "releases" / "cand" / "gate.json").exists()
+    if " is " in variable:  # a range refusal names the one variable out of range, no other
+        assert [name for name in RANGED if name in runs.said(case)] == [variable.split()[0]]
+
+
+RANGED = ("spec_gate_min_accept_length", "spec_gate_min_correctness", "spec_gate_min_speedup",
+          "spec_gate_max_regression", "spec_gate_failure_limit")

@@ -184,6 +184,17 @@ def test_check_diff_shows_the_change_against_the_active_release_and_changes_noth
     assert host.check_output(snapshot) == before
     assert main_pid(host) == pid
     assert not any(secret in run.stdout for secret in SECRETS)
+    # A drafter the weights stage would download first (it changes nothing in check mode): SGLang's check, which reads
+    # its config.json, is said to be left for the real run, and the dry run still succeeds (issue 29 item 3).
+    pending = "/models/kimi-k26-dflash-b12-not-downloaded-yet"
+    unjudged = run_playbook(INSTANCE, CONVERGE,
+                            {"sglang_service_block_size": 12, "sglang_service_drafter_path": pending},
+                            cmdline="--check --diff")  # fmt: skip
+    assert unjudged.status == "successful", unjudged.stdout[-3000:]
+    said = " ".join(unjudged.stdout.split())
+    assert f"Not judged in check mode: SGLang's own check of this config reads {pending}" in said
+    assert "+speculative-dflash-block-size: 12" in unjudged.stdout
+    assert host.check_output(snapshot) == before
 
 
 def test_rollback_playbook_restores_known_good_and_is_idempotent(host):

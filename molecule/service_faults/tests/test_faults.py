@@ -155,6 +155,9 @@ def test_a_port_a_stranger_holds_fails_the_switch_before_the_running_server_is_s
         assert f"Port {stranger_port} (sglang_service_port) is held by PID {stranger} (python3)" in message
         assert f"release {serving} keeps serving" in message
         assert run.results("Stop the running server") == [], "the running server was touched"
+        # Refused before the candidate was written: nothing of it is left on the host (issue 29 item 6).
+        candidate = " ".join(message.split()).split(" could not start there")[0].rsplit("release ", 1)[1]
+        assert not host.file(f"/opt/specgate/releases/{candidate}").exists, "the refused candidate was written"
         assert main_pid(host) == pid
         assert release_of(host, "active") == serving
         assert server_info(PORT)["speculative_num_draft_tokens"] == 8

@@ -10,13 +10,12 @@ import getpass
 import grp
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
 from specgate_sim import testing
 
-from integration.gate_harness import write_release
+from integration.gate_harness import gate_facts, write_release
 from integration.preflight_runner import RoleRun, run_entries, run_on_ct200
 
 pytestmark = pytest.mark.slow
@@ -78,28 +77,13 @@ def play(tmp_path: Path, name: str, entries: list[str], extravars: dict) -> Role
 
 
 def host_vars(tmp_path: Path, base: Path, sim, release: str, known_good: str, **overrides) -> dict:
-    return {
-        **MATRIX,
-        "specgate_sglang_env": {
-            "python": sys.executable,
-            "base_dir": str(base),
-            "user": getpass.getuser(),
-            "group": grp.getgrgid(os.getgid()).gr_name,
-            "cache_dir": str(tmp_path / "cache"),
-        },
-        "specgate_release": {
-            "id": release,
-            "dir": str(base / "releases" / release),
-            "port": sim.port,
-            "known_good_id": known_good,
-            "active_id": release,
-            "api_key_set": True,
-            "user": getpass.getuser(),
-            "cache_dir": str(tmp_path / "cache"),
-        },
-        "spec_gate_reports_dir": str(tmp_path / "reports"),
-        **overrides,
-    }
+    """The facts the earlier stages publish (gate_harness.gate_facts) for the layout ``base`` under tmp_path, with the
+    service account the reference entry point becomes."""
+    assert base == tmp_path / "opt", "gate_facts lays releases out under tmp_path/opt"
+    facts = gate_facts(tmp_path, sim, release, known_good)
+    env = {**facts["specgate_sglang_env"], "user": getpass.getuser(), "group": grp.getgrgid(os.getgid()).gr_name,
+           "cache_dir": str(tmp_path / "cache")}  # fmt: skip
+    return {**MATRIX, **facts, "specgate_sglang_env": env, **overrides}
 
 
 @pytest.fixture(scope="module")

@@ -74,7 +74,7 @@ options:
     type: bool
     default: false
   tolerance:
-    description: The robust pick's and the search's tolerance, a fraction of the best score.
+    description: The pick's and the search's tolerance, a fraction of the best mean over runs.
     type: float
     default: 0.01
   started:
@@ -240,7 +240,7 @@ notes:
   elements: str
   returned: state=next
 winners:
-  description: Per use case, the robust pick with its notes, inventory snippet and out-of-distribution warning.
+  description: Per use case, the pick with its notes, inventory snippet and out-of-distribution warning.
   type: dict
   returned: state=report
 markdown:

@@ -136,6 +136,7 @@ class _Space:
         self.points = list(points)
         self.scores = scores
         self.noise = relative_noise(scores)
+        self._best: dict[str, tuple[Point, float] | None] = {}
         self.metrics = sorted({m for values in scores.values() if values for m in values})
 
     def value(self, point: Point, metric: str) -> float | None:
@@ -143,8 +144,11 @@ class _Space:
         return values[metric].mean if values and metric in values else None
 
     def best(self, metric: str) -> tuple[Point, float] | None:
-        measured = [(p, v) for p in self.points if (v := self.value(p, metric)) is not None]
-        return max(measured, key=lambda pv: pv[1], default=None)
+        """The best measured point of ``metric`` and its value (worked out once per proposal)."""
+        if metric not in self._best:
+            measured = [(p, v) for p in self.points if (v := self.value(p, metric)) is not None]
+            self._best[metric] = max(measured, key=lambda pv: pv[1], default=None)
+        return self._best[metric]
 
     def bound(self, point: Point, metric: str) -> float:
         line = [q for q in self.points if line_of(q) == line_of(point)]

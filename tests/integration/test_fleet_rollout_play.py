@@ -44,8 +44,9 @@ PLAYBOOK = """
           ansible.builtin.fail: {msg: "{{ specgate_verdict.message }}"}
           when: inventory_hostname in fail_hosts
       rescue:
-        - ansible.builtin.set_fact: {_fleet_rollout_failed_msg: "{{ ansible_failed_result.msg }}"}
-        - ansible.builtin.fail: {msg: "{{ _fleet_rollout_failed_msg }}"}
+        - ansible.builtin.set_fact:
+            specgate_failure: {task: "{{ ansible_failed_task.name }}", msg: "{{ ansible_failed_result.msg }}"}
+        - ansible.builtin.fail: {msg: "{{ specgate_failure.msg }}"}
       always:
         - ansible.builtin.import_role: {name: fleet_rollout, tasks_from: finish}
 """

@@ -50,18 +50,21 @@ def test_each_playbook_ends_with_its_own_block(tmp_path):
     long_context = {"meaning": "tok/s at C=1, long prompts", "metric": "speed_c1_long", "name": "dflash-bs8",
                     "release": "dflash-bs8-8d0b6c41a2", "value": 512.5}
     deploy, rollback, noop_rollback, sweep, long_sweep, stopped_sweep = _summaries(tmp_path, [
-        ("deploy", {"specgate_release": RELEASE, "specgate_verdict": verdict}),
+        ("deploy", {"specgate_release": RELEASE, "specgate_verdict": verdict, "specgate_switch": {
+            "candidate": RELEASE["id"], "active": "dflash-bs8-8d0b6c41a2", "known_good": "dflash-bs8-8d0b6c41a2",
+            "switches": True}}),
         ("rollback", {"specgate_release": {**RELEASE, "active_id": "dflash-bs8-8d0b6c41a2",
                                            "previous_active_id": "dflash-bs16-3f1c0a9e27",
                                            "known_good_id": "dflash-bs8-8d0b6c41a2", "label": "dflash-bs8"}}),
         ("rollback", {"specgate_release": {**RELEASE, "previous_active_id": RELEASE["active_id"]}}),
-        ("sweep", {"specgate_sweep": SWEEP, "specgate_release": {**RELEASE, "active_id": "dflash-bs8-8d0b6c41a2"}}),
+        ("sweep", {"specgate_sweep": SWEEP, "specgate_release": RELEASE}),
         ("sweep", {"specgate_sweep": {**SWEEP, "winners": {**WINNERS, "long_context": long_context}},
-                   "specgate_release": {**RELEASE, "active_id": "dflash-bs8-8d0b6c41a2"}}),
+                   "specgate_release": RELEASE}),
         ("sweep", {}),
     ])
-    assert deploy.startswith("localhost: the candidate passed the gate: serving and known-good")
-    assert "switched    yes, from dflash-bs8-8d0b6c41a2" in deploy
+    assert deploy.startswith("localhost: promoted: dflash-bs16-3f1c0a9e27 passed the gate; it serves and is known-good")
+    assert "  switched    yes, from dflash-bs8-8d0b6c41a2" in deploy.splitlines()
+    assert "  known-good  dflash-bs16-3f1c0a9e27 (was dflash-bs8-8d0b6c41a2)" in deploy.splitlines()
     # The run's inventory was not ansible.cfg's: every printed command names it, so it works as printed.
     runner_inventory = tmp_path / "inventory" / "hosts"
     assert f"roll back   ansible-playbook playbooks/rollback.yml -i {runner_inventory} -l localhost" in deploy
@@ -78,7 +81,8 @@ def test_each_playbook_ends_with_its_own_block(tmp_path):
         "localhost: sweep demo: 2 of 3 config(s) measured, failed: crash",
         "  latency     dflash-bs8 (speed_c1_short 673.04)",
         "  throughput  no-spec (tok_s_cmax 2383.00)",
-        "  serving     dflash-bs8-8d0b6c41a2 (known-good restored)",
+        "  serving     dflash-bs16-3f1c0a9e27 (known-good)",
+        "  known-good  dflash-bs16-3f1c0a9e27 (unchanged)",
         "  report      reports/demo/sweeps/demo/sweep.md",
         f"  deploy      ansible-playbook deploy.yml -i {runner_inventory} -l localhost "
         "-e @configs/profiles/dflash-bs8.yml",
@@ -90,12 +94,13 @@ def test_each_playbook_ends_with_its_own_block(tmp_path):
         "  latency       dflash-bs8 (speed_c1_short 673.04)",
         "  throughput    no-spec (tok_s_cmax 2383.00)",
         "  long_context  dflash-bs8 (speed_c1_long 512.50)",
-        "  serving       dflash-bs8-8d0b6c41a2 (known-good restored)",
+        "  serving       dflash-bs16-3f1c0a9e27 (known-good)",
+        "  known-good    dflash-bs16-3f1c0a9e27 (unchanged)",
         "  report        reports/demo/sweeps/demo/sweep.md",
         f"  deploy        ansible-playbook deploy.yml -i {runner_inventory} -l localhost "
         "-e @configs/profiles/dflash-bs8.yml",
     ]
-    assert stopped_sweep.startswith("localhost: the sweep stopped before its report")
+    assert stopped_sweep.startswith("localhost: the sweep did not run")
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ CONTROLLER_ONLY = {
     "test_converged_image": "scripts/converged_image.py builds the test bed's snapshot on the controller",
     "test_debian_mirror": "scripts/debian_mirror.py runs on the controller",
     "test_install_collections": "scripts/install_collections.py runs on the controller",
+    "test_run_outcome": "module_utils/specgate/common/run_outcome.py backs the summary filters (controller)",
     "test_ranges": "module_utils/specgate/common/ranges.py backs the specgate_range_refusal filter (controller)",
     "test_node_group": "drives the sglang_nodes filter plugin (controller-side, needs ansible.errors)",
     "test_node_topology": "drives the sglang_nodes filter plugin (controller-side, needs ansible.errors)",

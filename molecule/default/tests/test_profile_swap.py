@@ -66,7 +66,9 @@ def test_swapping_to_the_block_16_profile_fetches_and_serves_its_drafter_then_ba
         # The run ends with one readable block for the host: the release, the verdict, the way back.
         (summary,) = [e["event_data"]["res"]["msg"] for e in swap.events
                       if e["event"] == "runner_on_ok" and e["event_data"].get("task") == SUMMARY]
-        assert "the candidate passed the gate: serving and known-good" in summary, summary
+        assert "passed the gate; it serves and is known-good" in summary, summary
+        assert "known-good  dflash-bs16-" in summary, summary
+        assert "(was dflash-bs8-" in summary, summary
         assert "(dflash-bs16)" in summary, summary
         # The way back names the inventory this run used (molecule's, not ansible.cfg's): it runs as printed.
         assert f"playbooks/rollback.yml -i {EPHEMERAL / 'inventory'} -l specgate-default" in summary, summary

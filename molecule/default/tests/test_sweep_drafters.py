@@ -160,7 +160,8 @@ def test_the_crashed_last_point_is_recorded_failed_with_its_reason(sweep):
     (summary,) = [e["event_data"]["res"]["msg"] for e in events
                   if e["event"] == "runner_on_ok" and e["event_data"].get("task") == SUMMARY]  # fmt: skip
     assert "2 of 3 config(s) measured, failed: dflash-bs16-crash" in summary, summary
-    assert "(known-good restored)" in summary, summary
+    assert "(known-good)\n" in summary, summary
+    assert "(unchanged)" in summary, summary
 
 
 def test_the_report_names_each_winners_drafter(sweep):

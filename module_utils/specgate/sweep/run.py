@@ -18,7 +18,6 @@ from typing import Any
 
 from ansible.module_utils.specgate.sweep.grid import Drafter, GridError, Point, expand, parse_drafter
 from ansible.module_utils.specgate.sweep.pick import DEFAULT_TOLERANCE
-from ansible.module_utils.specgate.sweep.plots import write_plots
 from ansible.module_utils.specgate.sweep.progress import progress_line
 from ansible.module_utils.specgate.sweep.resume import next_to_launch, plan, row_file, status
 from ansible.module_utils.specgate.sweep.sweep_report import (
@@ -275,6 +274,10 @@ def report(directory: Path, sweep_id: str, host: str, points: Sequence[SweepPoin
                 "launched": sum(status(r) in ("ok", "failed") for r in standing), "points": len(points),
                 "pruned": dict(step.pruned), "notes": list(step.notes)}  # fmt: skip
     directory = Path(directory)
+    # matplotlib only when a report is written: every other call of the sweep's module (each step's state) skips its
+    # import, a second of the controller's CPU each.
+    from ansible.module_utils.specgate.sweep.plots import write_plots
+
     plots = [str(p) for p in write_plots(standing, directory, plot_by)] if write else []
     markdown = sweep_report_markdown(sweep_id, host, standing, best, plots=plots, launches=launches)
     document = sweep_document(sweep_id, host, standing, best, plots=plots, launches=launches)

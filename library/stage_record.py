@@ -10,6 +10,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.specgate.common.stage_record import (
     account_differences,
     dpkg_query_argv,
+    input_parts,
     inputs_digest,
     observe,
     package_differences,
@@ -189,9 +190,10 @@ def main() -> None:
                            required_if=[("state", "present", ["installed_fingerprint"])])  # fmt: skip
     p = module.params
     digest = inputs_digest(p["inputs"])
+    parts = input_parts(p["inputs"])
     recorded = read_record(p["record"])
     if p["state"] == "present":
-        text = record_text(digest, p["installed_fingerprint"])
+        text = record_text(digest, p["installed_fingerprint"], parts)
         changed = recorded != text
         if changed and not module.check_mode:
             write_record(module, p["record"], text)
@@ -204,7 +206,7 @@ def main() -> None:
         module.fail_json(msg=str(exc))
     python = p["fingerprint"].get("python") or ""
     differences = [f"{python} is missing"] if not engine["present"] else []
-    differences += record_differences(recorded, digest, engine["fingerprint"]) + state_differences(module)
+    differences += record_differences(recorded, digest, engine["fingerprint"], parts) + state_differences(module)
     module.exit_json(changed=False, converged=not differences, differences=differences, **engine)
 
 

@@ -16,6 +16,7 @@ import stage_record as module  # library/stage_record.py (tests/conftest.py puts
 from ansible.module_utils.specgate.common.stage_record import (
     Observed,
     account_differences,
+    input_parts,
     inputs_digest,
     observe,
     package_differences,
@@ -44,6 +45,27 @@ def test_record_vouches_only_for_its_own_inputs_and_fingerprint():
     assert "installed differs" in record_differences(text, "d1", "f2")[0]
     assert record_differences("{not json", "d1", "f1") == ["the record is not JSON"]
     assert record_differences(json.dumps({"version": 0}), "d1", "f1") == ["the record is of another format"]
+
+
+def test_a_record_with_its_parts_names_the_one_input_that_changed():
+    """A patch removed from sglang_env_patches once read only 'the inputs differ ... (a variable, the plan, the
+    wheels or specgate)'."""
+    before = {"vars": {"sglang_env_patches": ["ddtree.patch"], "sglang_env_sglang_version": "0.5.23"},
+              "plan": {"pin": "sglang==0.5.23", "patches": [{"src": "ddtree.patch"}]}, "wheels": ["a.whl"],
+              "patches": ["--- a\n+++ b\n"], "role": "abc"}  # fmt: skip
+    text = record_text(inputs_digest(before), "f1", input_parts(before))
+    after = {**before, "vars": {**before["vars"], "sglang_env_patches": []}, "plan": {**before["plan"], "patches": []},
+             "patches": []}  # fmt: skip
+    (reason,) = record_differences(text, inputs_digest(after), "f1", input_parts(after))
+    assert reason == ("these differ from the last full run's: a patch file's content, the plan's patches, "
+                      "sglang_env_patches")  # fmt: skip
+    bumped = {**before, "wheels": ["b.whl"], "role": "abd"}
+    (reason,) = record_differences(text, inputs_digest(bumped), "f1", input_parts(bumped))
+    assert reason == ("these differ from the last full run's: the stage's own tasks (a newer specgate), "
+                      "the wheelhouse's wheels")  # fmt: skip
+    # A record written before the parts were kept still says the inputs differ
+    old = record_text(inputs_digest(before), "f1")
+    assert "inputs differ" in record_differences(old, inputs_digest(after), "f1", input_parts(after))[0]
 
 
 def test_path_differences_name_kind_owner_group_mode_and_content(tmp_path):
@@ -136,7 +158,7 @@ def test_module_records_a_full_run_then_sees_it_converged_until_the_host_drifts(
 
     bumped = run_module(capsys, **{**common, "inputs": {"vars": {"cuda_toolkit_version": "13.1"}}})
     assert bumped["converged"] is False
-    assert "inputs differ" in bumped["differences"][0]
+    assert bumped["differences"][0] == "these differ from the last full run's: cuda_toolkit_version"
 
     refingered = run_module(capsys, **{**common, "fingerprint": {"files": {"env_file": "A=3\n"}}})
     assert refingered["converged"] is False

@@ -31,12 +31,53 @@ def inputs_digest(inputs: Any) -> str:
     return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def record_text(digest: str, fingerprint: str) -> str:
-    return json.dumps({"version": RECORD_VERSION, "inputs": digest, "fingerprint": fingerprint}, sort_keys=True) + "\n"
+# How a part of the inputs reads in a reason (a stage's ``vars`` part is named by the variable itself).
+PART_LABELS = {"plan": "the plan", "wheels": "the wheelhouse's wheels", "patches": "a patch file's content",
+               "role": "the stage's own tasks (a newer specgate)"}  # fmt: skip
 
 
-def record_differences(record_json: str | None, digest: str, fingerprint: str) -> list[str]:
-    """Why the record does not vouch for this run: absent, unreadable, other inputs, or another fingerprint."""
+def input_parts(inputs: Any) -> dict[str, str]:
+    """A digest per named part of the inputs, so a record can say which part changed: a mapping's keys one level down
+    (``vars.sglang_env_patches``, ``plan.pin``), any other value whole (``wheels``)."""
+    if not isinstance(inputs, Mapping):
+        return {}
+    parts = {}
+    for name, value in inputs.items():
+        if isinstance(value, Mapping) and value:
+            parts.update({f"{name}.{key}": inputs_digest(item) for key, item in value.items()})
+        else:
+            parts[str(name)] = inputs_digest(value)
+    return parts
+
+
+def part_label(part: str) -> str:
+    """``vars.sglang_env_patches`` -> ``sglang_env_patches``; ``plan.pin`` -> ``the plan's pin``."""
+    name, _, key = part.partition(".")
+    if name == "vars" and key:
+        return key
+    if key:
+        return f"{PART_LABELS.get(name, name)}'s {key}" if name == "plan" else f"{name} {key}"
+    return PART_LABELS.get(name, name)
+
+
+def record_text(digest: str, fingerprint: str, parts: Mapping[str, str] | None = None) -> str:
+    record = {"version": RECORD_VERSION, "inputs": digest, "fingerprint": fingerprint}
+    if parts:
+        record["parts"] = dict(parts)
+    return json.dumps(record, sort_keys=True) + "\n"
+
+
+def _changed_parts(recorded: Any, parts: Mapping[str, str]) -> list[str]:
+    if not isinstance(recorded, Mapping) or not parts:
+        return []
+    changed = sorted(name for name in set(recorded) | set(parts) if recorded.get(name) != parts.get(name))
+    return list(dict.fromkeys(part_label(name) for name in changed))
+
+
+def record_differences(record_json: str | None, digest: str, fingerprint: str,
+                       parts: Mapping[str, str] | None = None) -> list[str]:  # fmt: skip
+    """Why the record does not vouch for this run: absent, unreadable, other inputs (naming the parts that changed,
+    when the record has its parts' digests), or another fingerprint."""
     if record_json is None:
         return ["no record of a full run (first run, or one that did not finish)"]
     try:
@@ -47,7 +88,9 @@ def record_differences(record_json: str | None, digest: str, fingerprint: str) -
         return ["the record is of another format"]
     found = []
     if record.get("inputs") != digest:
-        found.append("the inputs differ from the last full run's (a variable, the plan, the wheels or specgate)")
+        changed = _changed_parts(record.get("parts"), parts or {})
+        found.append(f"these differ from the last full run's: {', '.join(changed)}" if changed
+                     else "the inputs differ from the last full run's (a variable, the plan, the wheels or specgate)")
     if record.get("fingerprint") != fingerprint:
         found.append("what is installed differs from what the last full run left")
     return found

@@ -64,6 +64,12 @@ options:
       local_path:
         description: Pre-staged directory to use as is instead of downloading.
         type: str
+      setting:
+        description:
+          - How the user sets this snapshot, with C({field}) for C(repo), C(revision) or C(local_path), named in
+            messages, e.g. C(model_weights_drafters['dflash-b16'].{field}). Empty means C(model_weights_<name>_{field}).
+        type: str
+        default: ""
       allow_patterns:
         description: Only files matching one of these fnmatch patterns.
         type: list
@@ -153,6 +159,7 @@ ARGUMENT_SPEC = {
             "allow_patterns": {"type": "list", "elements": "str"},
             "ignore_patterns": {"type": "list", "elements": "str"},
             "manifest": {"type": "bool", "default": True},
+            "setting": {"type": "str", "default": ""},
         },
     },
     "endpoint": {"type": "str", "default": ""},

@@ -140,6 +140,27 @@ def test_a_profile_names_its_drafter_from_the_catalog_and_swapping_profiles_swap
         assert fact(none, "specgate_weights")["drafter_path"] is None
 
 
+def test_a_drafter_the_hub_lacks_is_named_as_the_user_set_it(hub_root, tmp_path):
+    """A catalog entry's failure names the entry (it once named model_weights_drafter_repo, which the user never set);
+    a sweep drafter's names its key (it once read model_weights_drafter dflash-missing_repo)."""
+    catalog = {"dflash-b8": {"repo": "specgate-fixtures/no-such-drafter", "revision": "main"}}
+    missing = [{"key": "dflash-missing", "repo": "specgate-fixtures/no-such-sweep-drafter", "revision": "main"}]
+    with running_hub(hub_root[0]) as hub:
+        for extra, named in (
+            ({"model_weights_drafters": catalog, "model_weights_drafter": "dflash-b8"},
+             "check model_weights_drafters['dflash-b8'].repo"),
+            ({"model_weights_sweep_drafters": missing},
+             "check the sweep drafter dflash-missing's repo (spec_sweep_grid / spec_sweep_configs)"),
+        ):  # fmt: skip
+            run = play(tmp_path, role_vars(hub.url, tmp_path / "models", model_weights_drafter_repo="",
+                                           model_weights_drafter_revision="", **extra))  # fmt: skip
+            assert run.status == "failed"
+            (task, res), = results(run, "runner_on_failed")
+            assert task.startswith("Plan from hub metadata"), task
+            assert named in res["msg"], res["msg"]
+            assert "model_weights_drafter_repo" not in res["msg"]
+
+
 def test_check_mode_plans_and_writes_nothing(hub_root, tmp_path):
     with running_hub(hub_root[0]) as hub:
         run = play(tmp_path, role_vars(hub.url, tmp_path / "models"), check=True)

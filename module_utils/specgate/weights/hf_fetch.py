@@ -10,7 +10,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from ansible.module_utils.specgate.weights.weights_plan import HF_LOCAL_CACHE, RemoteFile, exact_pattern
+from ansible.module_utils.specgate.weights.weights_plan import HF_LOCAL_CACHE, RemoteFile, exact_pattern, setting_of
 
 # Progress bars would only land in the module's captured stderr; progress is reported by weights_progress.
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
@@ -25,8 +25,11 @@ def _token(token: str | None) -> str | bool:
     return token if token else False
 
 
-def describe_error(error: Exception, *, name: str, repo_id: str, revision: str, endpoint: str | None) -> str:
-    """Map huggingface_hub's exceptions to what the operator should change."""
+def describe_error(error: Exception, *, name: str, repo_id: str, revision: str, endpoint: str | None,
+                   setting: str = "") -> str:  # fmt: skip
+    """Map huggingface_hub's exceptions to what the operator should change: ``setting`` is how the user sets this
+    snapshot, with {field} for repo or revision (SnapshotSpec.setting; empty: model_weights_<name>_<field>)."""
+
     from huggingface_hub.errors import (
         GatedRepoError,
         HfHubHTTPError,
@@ -40,10 +43,11 @@ def describe_error(error: Exception, *, name: str, repo_id: str, revision: str, 
         return (f"{name}: {repo_id} is gated and the hub refused access (HTTP {status}): set model_weights_hf_token "
                 "to a token whose account was granted access")
     if isinstance(error, RevisionNotFoundError):
-        return f"{name}: revision {revision!r} not found in {repo_id} on {where}: check model_weights_{name}_revision"
+        return (f"{name}: revision {revision!r} not found in {repo_id} on {where}: "
+                f"check {setting_of(name, setting, 'revision')}")
     if isinstance(error, RepositoryNotFoundError):
-        return (f"{name}: repository {repo_id} not found on {where} (HTTP {status}): check model_weights_{name}_repo "
-                "(a private repo also needs model_weights_hf_token)")
+        return (f"{name}: repository {repo_id} not found on {where} (HTTP {status}): "
+                f"check {setting_of(name, setting, 'repo')} (a private repo also needs model_weights_hf_token)")
     if isinstance(error, HfHubHTTPError) and status == 401:
         return f"{name}: the hub at {where} rejected the token (HTTP 401): check model_weights_hf_token"
     return f"{name}: {repo_id}@{revision} on {where}: {type(error).__name__}: {error}"

@@ -214,3 +214,8 @@ def disk_needs(
 
 def disk_failures(needs: Sequence[FilesystemNeed]) -> list[str]:
     return [need.message() for need in needs if not need.fits]
+
+
+def setting_of(name: str, setting: str, field: str) -> str:
+    """``setting`` with its {field} filled in, or model_weights_<name>_<field> when the snapshot names none."""
+    return setting.replace("{field}", field) if setting else f"model_weights_{name}_{field}"

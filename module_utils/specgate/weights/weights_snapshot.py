@@ -34,6 +34,7 @@ from ansible.module_utils.specgate.weights.weights_plan import (
     fs_info,
     plan_snapshot,
     select_files,
+    setting_of,
 )
 from ansible.module_utils.specgate.weights.weights_progress import bytes_on_disk, progress_report
 
@@ -59,6 +60,13 @@ class SnapshotSpec:
     allow_patterns: list[str] | None = None
     ignore_patterns: list[str] | None = None
     manifest: bool = True
+    # How the user sets this snapshot, with {field} for repo, revision or local_path: model_weights_target_{field},
+    # model_weights_drafters['dflash-b16'].{field}. Empty: model_weights_<name>_{field}.
+    setting: str = ""
+
+    def variable(self, field: str) -> str:
+        """The setting a message tells the user to change for ``field`` (repo, revision, local_path)."""
+        return setting_of(self.name, self.setting, field)
 
     @classmethod
     def from_params(cls, raw: Mapping[str, Any]) -> SnapshotSpec:
@@ -71,7 +79,9 @@ class SnapshotSpec:
             allow_patterns=list(raw.get("allow_patterns") or []) or None,
             ignore_patterns=list(raw.get("ignore_patterns") or []) or None,
             manifest=bool(raw.get("manifest", True)),
+            setting=raw.get("setting") or "",
         )
+
 
 
 @dataclass
@@ -115,17 +125,19 @@ def validate_specs(specs: Sequence[SnapshotSpec]) -> list[str]:
     errors = []
     dirs: dict[str, str] = {}
     for spec in specs:
-        var = f"model_weights_{spec.name}"
         if spec.local_path:
             if spec.repo_id:
-                errors.append(f"{spec.name}: set either {var}_repo or {var}_local_path, not both")
+                errors.append(f"{spec.name}: set either {spec.variable('repo')} or {spec.variable('local_path')}, "
+                              "not both")
             continue
         if not spec.repo_id:
-            errors.append(f"{spec.name}: {var}_repo is empty; name a hub repo (org/name) or set {var}_local_path")
+            errors.append(f"{spec.name}: {spec.variable('repo')} is empty; name a hub repo (org/name) or set "
+                          f"{spec.variable('local_path')}")
         elif spec.repo_id.count("/") != 1 or not all(spec.repo_id.split("/")):
-            errors.append(f"{spec.name}: {var}_repo {spec.repo_id!r} is not 'org/name'")
+            errors.append(f"{spec.name}: {spec.variable('repo')} {spec.repo_id!r} is not 'org/name'")
         if not spec.revision:
-            errors.append(f"{spec.name}: {var}_revision is empty; pin a commit sha (or at least a branch name)")
+            errors.append(f"{spec.name}: {spec.variable('revision')} is empty; pin a commit sha "
+                          "(or at least a branch name)")
         if not spec.local_dir or not os.path.isabs(spec.local_dir):
             errors.append(
                 f"{spec.name}: download directory {spec.local_dir!r} must be an absolute path (model_weights_dir)"
@@ -141,7 +153,7 @@ def plan_local(spec: SnapshotSpec) -> SnapshotPlan:
     """A pre-staged directory (local disk, NFS): what it must hold, from its manifest or its shard index."""
     root = Path(spec.local_path or "")
     if not root.is_dir():
-        raise WeightsError(f"{spec.name}: model_weights_{spec.name}_local_path {root} is not a directory on the host")
+        raise WeightsError(f"{spec.name}: {spec.variable('local_path')} {root} is not a directory on the host")
     manifest = read_manifest(str(root))
     if manifest and isinstance(manifest.get("files"), list):
         files = [RemoteFile(path=f["path"], size=int(f["size"]), sha256=f.get("sha256")) for f in manifest["files"]]
@@ -162,12 +174,12 @@ def plan_local(spec: SnapshotSpec) -> SnapshotPlan:
                          local_dir=str(root), files=files)
     if not any(f.path == "config.json" for f in files):
         raise WeightsError(
-            f"{spec.name}: {root} has no config.json; is model_weights_{spec.name}_local_path a model dir?"
+            f"{spec.name}: {root} has no config.json; is {spec.variable('local_path')} a model dir?"
         )
     if plan.missing:
         raise WeightsError(
             f"{spec.name}: pre-staged {root} is incomplete (missing or wrong size: "
-            f"{', '.join(f.path for f in plan.missing[:5])}); model_weights_{spec.name}_local_path is never written to"
+            f"{', '.join(f.path for f in plan.missing[:5])}); {spec.variable('local_path')} is never written to"
         )
     return plan
 
@@ -183,7 +195,7 @@ def plan_all(specs: Sequence[SnapshotSpec], options: Options, listing: Listing, 
             commit, files = listing(spec.repo_id, spec.revision, endpoint=options.endpoint, token=options.token)
         except Exception as error:  # every hub failure becomes one message naming the variable
             raise WeightsError(describe(error, name=spec.name, repo_id=spec.repo_id, revision=spec.revision,
-                                        endpoint=options.endpoint)) from error
+                                        endpoint=options.endpoint, setting=spec.setting)) from error
         selected = select_files(files, spec.allow_patterns, spec.ignore_patterns)
         if not selected:
             raise WeightsError(f"{spec.name}: no file of {spec.repo_id}@{spec.revision} matches the allow/ignore "
@@ -197,7 +209,7 @@ def plan_all(specs: Sequence[SnapshotSpec], options: Options, listing: Listing, 
                 probe(plan.repo_id, commit, plan.missing[0].path, endpoint=options.endpoint, token=options.token)
             except Exception as error:  # any refusal becomes one message naming the variable
                 raise WeightsError(describe(error, name=spec.name, repo_id=spec.repo_id, revision=spec.revision,
-                                            endpoint=options.endpoint)) from error
+                                            endpoint=options.endpoint, setting=spec.setting)) from error
         plans.append(plan)
     return plans
 
@@ -295,7 +307,7 @@ def _download(outcomes: Sequence[Outcome], options: Options, *, fetch: Fetch, de
                 result["snapshots"] = [o.as_dict() for o in outcomes]
                 raise WeightsError(
                     describe(error, name=plan.name, repo_id=plan.repo_id, revision=plan.commit,
-                             endpoint=options.endpoint)
+                             endpoint=options.endpoint, setting=outcome.spec.setting)
                     + f" — download interrupted; {kept} of {len(plan.missing)} missing files are complete and kept,"
                     " partial files were discarded: re-run to resume",
                     result,

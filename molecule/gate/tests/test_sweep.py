@@ -72,9 +72,10 @@ def sweep(tmp_path_factory):
 
 
 def summary_block(run: ansible_runner.Runner) -> str:
+    """The run's end-of-run block, its label column's padding folded to one space."""
     (block,) = [e["event_data"]["res"]["msg"] for e in run.events if e["event"] == "runner_on_ok"
                 and e["event_data"].get("task") == "Summary - what this run left on the host"]  # fmt: skip
-    return block
+    return "\n".join(" ".join(line.split()) for line in block.splitlines())
 
 
 def pointer(host, name: str) -> str:
@@ -113,7 +114,9 @@ def test_the_report_names_a_winner_per_use_case_among_the_configs_that_ran(sweep
 def test_the_sweep_publishes_what_its_summary_reads(sweep):
     run, out = sweep
     facts = [e["event_data"]["res"].get("ansible_facts", {}) for e in run.events if e["event"] == "runner_on_ok"]
-    (published,) = [f["specgate_sweep"] for f in facts if "specgate_sweep" in f]
+    # published twice: its start (id, dir, known-good before) before the first point, then the whole at its end
+    started, published = [f["specgate_sweep"] for f in facts if "specgate_sweep" in f]
+    assert started == {"id": "molecule", "dir": str(out), "known_good_before": published["known_good_before"]}
     assert published["failed"] == ["crash"]
     assert (published["configs"], published["ran"]) == (2, 1)
     assert Path(published["dir"]) == out
@@ -278,8 +281,8 @@ def test_a_killed_sweep_relaunches_only_its_unfinished_point_and_never_promotes_
     assert redone["status"] == "ok"
     assert redone["speed_c1_short"] > 0
     summary = summary_block(again)
-    assert f"known-good    {known_good} (unchanged)" in summary, summary
-    assert f"serving       {known_good} (known-good)" in summary, summary
+    assert f"known-good {known_good} (unchanged)" in summary, summary
+    assert f"serving {known_good} (known-good)" in summary, summary
 
 
 def test_a_sweep_that_measured_no_point_fails_saying_why_and_known_good_serves(host, grid_sweep, tmp_path):
@@ -306,9 +309,9 @@ def test_a_sweep_that_measured_no_point_fails_saying_why_and_known_good_serves(h
     assert msg.count("The sweep nothing measured none") == 1
     summary = summary_block(run)
     assert summary.startswith("specgate-gate: sweep nothing: 0 of 2 config(s) measured"), summary
-    assert f"serving     {known_good} (known-good)" in summary
-    assert f"known-good  {known_good} (unchanged)" in summary
-    assert "reason      The sweep nothing measured none of its 2 points" in summary
+    assert f"serving {known_good} (known-good)" in summary
+    assert f"known-good {known_good} (unchanged)" in summary
+    assert "reason The sweep nothing measured none of its 2 points" in summary
     every_message = " ".join(str(e["event_data"].get("res", {}).get("msg", "")) for e in run.events
                              if e["event"] in ("runner_on_ok", "runner_on_failed"))  # fmt: skip
     assert every_message.count("Fix the points (spec_sweep_grid or spec_sweep_configs)") == 1, "one paragraph"

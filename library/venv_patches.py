@@ -32,7 +32,9 @@ version_added: "0.1.0"
 author: specgate
 options:
   patches:
-    description: Patches in the order they apply.
+    description:
+      - Patches in the order they apply: the venv ends with exactly these. One applied by an earlier run that is not
+        named here any more is reversed (from the copy the state keeps).
     type: list
     elements: dict
     required: true
@@ -85,7 +87,10 @@ EXAMPLES = r"""
 
 RETURN = r"""
 patches:
-  description: One entry per patch with name, sha256 and action (skip, record, apply, replace, conflict).
+  description:
+    - One entry per patch with name, sha256 and action (skip, record, apply, replace, conflict).
+    - A patch the state records but O(patches) no longer names comes first, with action C(remove) (reversed from the
+      copy kept when it was applied) or C(forget) (a reinstall already took it out).
   returned: always
   type: list
   elements: dict
@@ -123,6 +128,34 @@ def main() -> None:
             patch_argv(patch_bin, patch_file, p["target"], strip, reverse=reverse, dry_run=dry_run)
         )
         return rc, (out + err).strip()
+
+    # The venv matches the declared patches: one no longer declared is reversed from the copy kept when it was
+    # applied (or forgotten when a reinstall already took it out), before the declared ones are looked at.
+    declared = {patch["name"] for patch in p["patches"]}
+    for name in sorted(set(state["patches"]) - declared, reverse=True):
+        recorded = state["patches"][name]
+        copy = state_dir / "applied" / f"{name}.patch"
+        strip = recorded.get("strip", 1)
+        in_place = copy.exists() and run(copy, strip, reverse=True, dry_run=True)[0] == 0
+        if not in_place and copy.exists() and run(copy, strip, reverse=False, dry_run=True)[0] != 0:
+            module.fail_json(
+                msg=f"sglang_env_patches: patch {name} was removed from sglang_env_patches, but its changes in "
+                f"{p['target']} can neither be reversed nor are they gone. Fix: reinstall the venv (remove "
+                f"{p['target']}'s sglang package or the venv), or put the patch back in sglang_env_patches.",
+                patches=results,
+            )
+        action = "remove" if in_place else "forget"
+        results.append({"name": name, "sha256": recorded.get("sha256", ""), "action": action})
+        changed = True
+        if module.check_mode:
+            continue
+        if in_place:
+            rc, out = run(copy, strip, reverse=True, dry_run=False)
+            if rc != 0:
+                module.fail_json(msg=f"could not reverse the removed patch {name}: {out}", patches=results)
+        copy.unlink(missing_ok=True)
+        del state["patches"][name]
+        save_state(state_dir, state)
 
     for patch in p["patches"]:
         name, path, strip = patch["name"], Path(patch["path"]), patch["strip"]

@@ -96,6 +96,48 @@ def test_conflicting_patch_fails_naming_the_variable_and_leaves_the_tree(tree, c
     assert not (tree / "state" / "state.json").exists()
 
 
+def run_without_patches(tree, capsys, check_mode=False):
+    args = {"patches": [], "target": str(tree / "site-packages"), "state_dir": str(tree / "state"),
+            "_ansible_check_mode": check_mode}  # fmt: skip
+    with patch_module_args(args), pytest.raises(SystemExit):
+        module.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def test_a_patch_removed_from_the_list_is_reversed_so_the_venv_matches_the_declared_patches(tree, capsys):
+    """Removing a patch from sglang_env_patches once left it applied in the venv."""
+    run_module(tree, PATCH_V1, capsys)
+    dry = run_without_patches(tree, capsys, check_mode=True)
+    assert (dry["changed"], dry["patches"]) == (True, [{"name": "ddtree", "sha256": sha256_file(tree / "ddtree.patch"),
+                                                        "action": "remove"}])  # fmt: skip
+    assert "'DDTREE'" in source(tree), "check mode changes nothing"
+    result = run_without_patches(tree, capsys)
+    assert result["changed"] is True
+    assert [p["action"] for p in result["patches"]] == ["remove"]
+    assert source(tree) == ORIGINAL
+    assert json.loads((tree / "state" / "state.json").read_text())["patches"] == {}
+    again = run_without_patches(tree, capsys)
+    assert (again["changed"], again["patches"]) == (False, [])
+
+
+def test_a_removed_patch_a_reinstall_already_took_out_is_forgotten(tree, capsys):
+    run_module(tree, PATCH_V1, capsys)
+    (tree / "site-packages" / "sglang" / "spec.py").write_text(ORIGINAL)
+    result = run_without_patches(tree, capsys)
+    assert [p["action"] for p in result["patches"]] == ["forget"]
+    assert source(tree) == ORIGINAL
+    assert json.loads((tree / "state" / "state.json").read_text())["patches"] == {}
+
+
+def test_a_removed_patch_whose_changes_were_edited_over_fails_naming_the_variable(tree, capsys):
+    run_module(tree, PATCH_V1, capsys)
+    (tree / "site-packages" / "sglang" / "spec.py").write_text("def algorithms():\n    return ['NGRAM']\n")
+    result = run_without_patches(tree, capsys)
+    assert result["failed"] is True
+    assert result["msg"].startswith("sglang_env_patches: patch ddtree was removed from sglang_env_patches")
+    assert "Fix: reinstall the venv" in result["msg"]
+
+
 def test_check_mode_reports_the_apply_without_touching_the_tree(tree, capsys):
     result = run_module(tree, PATCH_V1, capsys, check_mode=True)
     assert result["changed"] is True

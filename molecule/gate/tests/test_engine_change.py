@@ -126,3 +126,16 @@ def test_unchanged_engine_is_no_change_no_restart_no_gate(host, patched, tmp_pat
     after = state(host)
     assert (after["release"], after["pid"]) == (patched["release"], patched["pid"])
     assert after["gate"] == patched["gate"]  # settled: the gate did not measure again
+
+
+def test_a_patch_removed_from_the_list_is_reversed_the_venv_is_the_baselines(host, baseline, patched, tmp_path):
+    """Removing a patch from sglang_env_patches once left it applied: the venv now matches the declared patches,
+    so its fingerprint is the baseline's again and the release it makes is the baseline's release."""
+    run = deploy(tmp_path, [])
+    assert run.status == "successful", failures(run)
+    after = state(host)
+    assert after["engine"]["venv"]["patches"] == {}
+    assert after["engine"]["venv"]["fingerprint"] == baseline["engine"]["venv"]["fingerprint"]
+    assert after["release"] == baseline["release"]
+    probe = "import specgate_sim._engine_change_marker"
+    assert host.run(f"{BASE}/venv/bin/python -c '{probe}'").rc != 0, "the patch's file is gone from the venv"

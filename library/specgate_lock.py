@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.specgate.common.progress import write_json_atomic
 from ansible.module_utils.specgate.service.host_lock import (
     acquire,
     describe,
@@ -13,6 +14,7 @@ from ansible.module_utils.specgate.service.host_lock import (
     release,
     stale_reason,
     timeout_message,
+    waiting_line,
 )
 
 DOCUMENTATION = r"""
@@ -83,6 +85,11 @@ options:
     description: With C(state=released), drop the lock whoever holds it (playbooks/unlock.yml).
     type: bool
     default: false
+  progress_file:
+    description:
+      - While waiting for another run's lock, rewrite this file at each poll with a C(line) naming the holder, since
+        when, and how long this run waited (run the task async and follow it with specgate_follow_job to print it).
+    type: path
 """
 
 EXAMPLES = r"""
@@ -153,6 +160,7 @@ def main() -> None:
             "poll_interval": {"type": "float", "default": 5},
             "takeover": {"type": "str", "default": "", "no_log": True},
             "force": {"type": "bool", "default": False},
+            "progress_file": {"type": "path"},
         },
         supports_check_mode=True,
     )
@@ -172,8 +180,16 @@ def main() -> None:
         module.exit_json(changed=outcome == "released", acquired=False, outcome=outcome, holder=_public(record))
 
     me = {"token": p["token"], **{k: v for k, v in p["holder"].items() if v is not None}}
+    on_wait = None
+    if p["progress_file"]:
+        # Run async and followed (specgate_follow_job): who holds the lock and how long this run waited, every poll.
+        def on_wait(record: dict, waited_s: float, at: float) -> None:
+            line = waiting_line(record, waited_s, at, p["timeout"])
+            write_json_atomic(p["progress_file"], {"line": line, "final": False, "updated_at": at})
+
     result = acquire(
-        p["path"], me, lease_s=p["lease"], timeout_s=p["timeout"], poll_s=p["poll_interval"], takeover=p["takeover"]
+        p["path"], me, lease_s=p["lease"], timeout_s=p["timeout"], poll_s=p["poll_interval"], takeover=p["takeover"],
+        on_wait=on_wait,
     )
     out = {
         "changed": not result.renewed,

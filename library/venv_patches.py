@@ -33,7 +33,7 @@ author: specgate
 options:
   patches:
     description:
-      - Patches in the order they apply: the venv ends with exactly these. One applied by an earlier run that is not
+      - Patches in the order they apply. The venv ends with exactly these; one applied by an earlier run that is not
         named here any more is reversed (from the copy the state keeps).
     type: list
     elements: dict

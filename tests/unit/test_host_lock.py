@@ -16,6 +16,7 @@ from ansible.module_utils.specgate.service.host_lock import (
     stale_reason,
     timeout_message,
     try_acquire,
+    waiting_line,
 )
 
 pytestmark = pytest.mark.host
@@ -91,6 +92,26 @@ def test_a_waiting_run_takes_the_lock_as_soon_as_the_holder_releases_it(tmp_path
     assert result.acquired
     assert result.waited_s == 15
     assert read_record(path)["token"] == "tok-bob"
+
+
+def test_a_waiting_run_is_told_at_each_poll_who_holds_the_lock_and_how_long_it_waited(tmp_path):
+    """A second deploy once waited 75 s at the lock with no output: each poll now says who holds it and since when."""
+    path = str(tmp_path / "sglang.lock")
+    clock = FakeClock()
+    try_acquire(path, ALICE, 3600, now=clock.now - 60)
+    told: list[str] = []
+    result = acquire(path, BOB, lease_s=3600, timeout_s=20, poll_s=5, clock=clock, sleep=clock.sleep,
+                     on_wait=lambda record, waited, at: told.append(waiting_line(record, waited, at, 20)))
+    assert not result.acquired
+    assert len(told) == 5  # at 0, 5, 10, 15 and 20 s
+    assert told[0].startswith("waiting for the change lock, held by alice@ctl01 (ansible-playbook PID 4242")
+    assert "60 s ago" in told[0]
+    assert told[-1].endswith("waited 20 s of 20 s (sglang_service_lock_timeout)")
+    # A free lock: taken at once, nothing to say
+    told.clear()
+    assert acquire(str(tmp_path / "free.lock"), BOB, lease_s=60, timeout_s=20, poll_s=5,
+                   on_wait=lambda *a: told.append("x")).acquired  # fmt: skip
+    assert told == []
 
 
 def test_a_lapsed_lease_is_a_dead_run_whose_lock_is_taken_over(tmp_path):

@@ -118,13 +118,17 @@ def acquire(
     takeover: str = "",
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
+    on_wait: Callable[[Mapping[str, Any], float, float], None] | None = None,
 ) -> LockResult:
-    """Wait up to ``timeout_s`` for the lock; the last result says who still holds it when time ran out."""
+    """Wait up to ``timeout_s`` for the lock; the last result says who still holds it when time ran out.
+    ``on_wait(record, waited_s, now)`` is told, at each poll that finds another run holding it, who that is."""
     os.makedirs(os.path.dirname(path) or ".", mode=0o755, exist_ok=True)
     started = clock()
     while True:
         now = clock()
         result = try_acquire(path, me, lease_s, now, takeover)
+        if not result.acquired and on_wait is not None and result.record:
+            on_wait(result.record, round(now - started, 1), now)
         if result.acquired or now - started >= timeout_s:
             return LockResult(
                 acquired=result.acquired,
@@ -147,6 +151,12 @@ def release(path: str, token: str, force: bool = False) -> tuple[str, dict[str, 
             return "held by another run", current
         os.unlink(path)
         return "released", current
+
+
+def waiting_line(record: Mapping[str, Any], waited_s: float, now: float, timeout_s: float) -> str:
+    """The progress line of a run waiting for the lock: who holds it, since when, how long this run waited."""
+    return (f"waiting for the change lock, held by {describe(record, now)}; waited {waited_s:.0f} s of "
+            f"{timeout_s:.0f} s (sglang_service_lock_timeout)")  # fmt: skip
 
 
 def timeout_message(record: Mapping[str, Any], path: str, waited_s: float, now: float) -> str:

@@ -128,6 +128,10 @@ def test_a_second_deploy_waits_for_the_first_and_the_host_keeps_serving(host):
     assert first_rc == 0, first_out[-4000:]
     assert second_rc == 0, second_out[-4000:]
     assert "FAILED TOO" not in first_out + second_out
+    # While it waited, the second said who held the lock (the first run, on this controller) and how long it waited.
+    waits = [line for line in second_out.splitlines() if "waiting for the change lock, held by" in line]
+    assert waits, second_out[-4000:]
+    assert "(sglang_service_lock_timeout)" in waits[-1]
     # The second found the first's verdict: it ran after the first's gate, not beside it.
     # Results print as YAML, which folds a long message over lines: compare with whitespace collapsed.
     assert "is known-good and passed this gate with the same thresholds" in " ".join(second_out.split()), (
@@ -165,11 +169,13 @@ def test_a_deploy_that_cannot_get_the_lock_in_time_fails_naming_the_holder_and_c
                 {"SPECGATE_TEST_CHANGE": "never-deployed"},
                 sglang_service_lock_timeout=2,
                 sglang_service_lock_poll_interval=0.5,
+                sglang_service_lock_progress_interval=1,
             )
         )
     finally:
         host.run(f"rm -f {LOCK}")
     assert rc != 0
+    assert "[specgate-gate] waiting for the change lock, held by carol@ops-laptop" in out, out[-4000:]
     assert "is held by carol@ops-laptop (ansible-playbook PID 4242" in out, out[-4000:]
     assert re.search(r"since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ, 3\d\d s ago", out), out[-4000:]
     assert "sglang_service_lock_timeout" in out

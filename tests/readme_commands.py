@@ -1,6 +1,6 @@
-"""The ansible-playbook commands the README shows, read from it, and the registry (tests/readme_commands.yml) that
-says how each is kept true: run against the demo host by molecule/default, covered by a named test, or real-host
-only with the reason. tests/unit/test_readme_commands.py holds the two to each other."""
+"""The ansible-playbook commands the README and the user pages under docs/ show, read from them, and the registry
+(tests/readme_commands.yml) that says how each is kept true: run against the demo host by molecule/default, covered
+by a named test, or real-host only with the reason. tests/unit/test_readme_commands.py holds the two to each other."""
 
 from __future__ import annotations
 
@@ -13,6 +13,9 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+# The pages the README hands its detail to (docs/troubleshooting.md quotes fixes, not commands to run as shown).
+USER_DOCS = (README, *(ROOT / "docs" / f"{page}.md"
+                        for page in ("demo", "real-hosts", "fleet", "sweep", "faults", "tests")))
 REGISTRY = Path(__file__).resolve().parent / "readme_commands.yml"
 _INLINE = re.compile(r"`((?:\.venv/bin/)?ansible-playbook [^`]+)`")
 
@@ -22,6 +25,11 @@ def normalise(command: str) -> str:
     command = command.split(" # ", maxsplit=1)[0].strip()
     command = re.sub(r"^\.venv/bin/", "", command)
     return " ".join(command.split())
+
+
+def documented_commands() -> list[str]:
+    """Every command the README and its pages show, in reading order, each once."""
+    return list(dict.fromkeys(c for page in USER_DOCS for c in readme_commands(page.read_text())))
 
 
 def readme_commands(text: str) -> list[str]:

@@ -1,5 +1,6 @@
-"""Every ansible-playbook command README.md shows is in tests/readme_commands.yml, which says how it is kept true
-(run on the demo by molecule/default, covered by a named test, or real-host only with the reason)."""
+"""Every ansible-playbook command README.md and its pages under docs/ show is in tests/readme_commands.yml, which says
+how it is kept true (run on the demo by molecule/default, covered by a named test, or real-host only with the
+reason)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ ROOT = rc.ROOT
 
 
 def test_every_command_the_readme_shows_is_registered_and_none_is_stale():
-    shown = rc.readme_commands(rc.README.read_text())
-    assert len(shown) >= 10, shown  # the parser finds the README's commands at all
+    shown = rc.documented_commands()
+    assert len(shown) >= 10, shown  # the parser finds the pages' commands at all
+    assert rc.readme_commands(rc.README.read_text()), "the README itself shows commands"
     registered = [e.command for e in rc.registry()]
     assert sorted(set(shown) - set(registered)) == [], "add these README commands to tests/readme_commands.yml"
     assert sorted(set(registered) - set(shown)) == [], "tests/readme_commands.yml lists commands the README lost"

@@ -92,7 +92,7 @@ def refusal(found: list[UnknownVariable], allow_var: str, stage: str = "") -> st
     whose = f"the {stage} stage does not declare" if stage else "no stage declares"
     return (
         f"variables {whose} (Ansible would ignore them and leave the host as it is): {lines}. "
-        f"Fix the spelling (README: variable reference), or list a variable of your own in {allow_var}"
+        f"Fix the spelling (docs/variables.md), or list a variable of your own in {allow_var}"
     )
 
 

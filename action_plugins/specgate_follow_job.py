@@ -30,7 +30,7 @@ display = Display()
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset({"jid", "progress_file", "poll_interval", "timeout", "label"})
+    _VALID_ARGS = frozenset({"jid", "progress_file", "poll_interval", "print_interval", "timeout", "label"})
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -39,6 +39,9 @@ class ActionModule(ActionBase):
         if not jid:
             raise AnsibleActionFail("specgate_follow_job needs jid: the ansible_job_id of a task run with poll: 0")
         interval = float(args.get("poll_interval", 15))
+        # A wait that must notice its end quickly polls often, but says so only every print_interval.
+        print_every = float(args.get("print_interval") or interval)
+        printed_at = None
         timeout = float(args.get("timeout", 86400))
         label = args.get("label") or "job"
         progress_file = args.get("progress_file")
@@ -65,7 +68,9 @@ class ActionModule(ActionBase):
                 slurped = self._execute_module(module_name="ansible.builtin.slurp",
                                                module_args={"src": progress_file}, task_vars=task_vars)
                 last_line = progress_line(slurped) or last_line
-            display.display(f"  [{host}] {last_line or f'{label}: starting'}")
+            if printed_at is None or elapsed - printed_at >= print_every:
+                display.display(f"  [{host}] {last_line or f'{label}: starting'}")
+                printed_at = elapsed
             time.sleep(next(delays))
         # The job's own result (changed, msg, its return values) is this task's result, as with async_status.
         status.pop("invocation", None)

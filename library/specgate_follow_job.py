@@ -30,6 +30,11 @@ options:
       ending within a second.
     type: float
     default: 15
+  print_interval:
+    description: >-
+      Least seconds between two printed lines (the first poll's is always printed); by default each poll prints.
+      A short O(poll_interval) with a longer print interval notices the job's end quickly without a line per poll.
+    type: float
   timeout:
     description: Seconds after which the task fails (the job keeps running on the host).
     type: float

@@ -115,10 +115,14 @@ def test_a_bad_grid_sweep_is_refused_naming_the_variable(case):
     assert " ".join(expected.split()) in " ".join(stdout.split())
 
 
-def test_the_shipped_grid_is_a_good_sweep():
-    grid = yaml.safe_load((PROJECT_ROOT / "configs" / "sweeps" / "field-notes-grid.yml").read_text())
+@pytest.mark.parametrize("sweep", ["field-notes-grid", "demo-grid"])
+def test_the_shipped_grids_are_good_sweeps(sweep):
+    grid = yaml.safe_load((PROJECT_ROOT / "configs" / "sweeps" / f"{sweep}.yml").read_text())
+    # the demo's grid names its drafters from the demo inventory's catalog
+    demo = yaml.safe_load((PROJECT_ROOT / "inventory/demo/group_vars/sglang_hosts/model.yml").read_text())
     status, stdout = run_validate([], spec_sweep_grid=grid["spec_sweep_grid"],
-                                  spec_sweep_search=grid["spec_sweep_search"])
+                                  spec_sweep_search=grid["spec_sweep_search"],
+                                  model_weights_drafters=demo["model_weights_drafters"])  # fmt: skip
     assert status == "successful", stdout[-2000:]
 
 

@@ -98,13 +98,17 @@ class SimProcess:
         return int(self.proc.returncode)
 
 
+# Simulated seconds per real second in the sim's own tests: a 10-minute load passes in 0.6 s.
+DEFAULT_TIME_SCALE = 0.001
+
+
 def start(
     args: Sequence[str],
     *,
     log_path: Path,
     env: Mapping[str, str] | None = None,
     port: int | None = None,
-    time_scale: float = 0.001,
+    time_scale: float = DEFAULT_TIME_SCALE,
 ) -> SimProcess:
     """``python -m specgate_sim.launch_server`` with ``args`` (``--port`` added unless given)."""
     port = port or free_port()

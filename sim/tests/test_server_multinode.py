@@ -12,6 +12,7 @@ import httpx
 import pytest
 from specgate_sim import testing
 
+JOIN_WAIT_S = 60
 LOAD = {"SPECGATE_SIM_START_SECONDS": "0", "SPECGATE_SIM_LOAD_SECONDS": "300", "SPECGATE_SIM_WARMUP_SECONDS": "0"}
 
 
@@ -25,6 +26,10 @@ class Pair:
 
     def __init__(self, tmp_path: Path, target: Path, *extra: str) -> None:
         self.tmp_path, self.target, self.extra = tmp_path, target, list(extra)
+        # PyTorch's default 30 min is 1.8 s at the tests' time scale: on a busy machine rank 1's start (imports)
+        # took longer and rank 0 gave up before it joined. A minute, unless the test is about the timeout.
+        if "--dist-timeout" not in self.extra:
+            self.extra += ["--dist-timeout", str(int(JOIN_WAIT_S / testing.DEFAULT_TIME_SCALE))]
         self.init_addr = f"127.0.0.1:{testing.free_port()}"
         self.started: list[testing.SimProcess] = []
 

@@ -13,9 +13,13 @@ import base64
 import hashlib
 import json
 import os
+import time
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+display = Display()
 
 MANIFEST = ".specgate-tree.json"
 
@@ -46,9 +50,13 @@ def recorded_digest(slurped: dict) -> str | None:
         return None
 
 
+def _gigabytes(size: int) -> str:
+    return f"{size / 1e9:.2f}"
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = True
-    _VALID_ARGS = frozenset({"src", "dest", "owner", "group", "mode", "directory_mode"})
+    _VALID_ARGS = frozenset({"src", "dest", "owner", "group", "mode", "directory_mode", "progress_interval"})
 
     def _copy(self, task_vars, **args):
         task = self._task.copy()
@@ -57,6 +65,38 @@ class ActionModule(ActionBase):
             "ansible.legacy.copy", task=task, connection=self._connection, play_context=self._play_context,
             loader=self._loader, templar=self._templar, shared_loader_obj=self._shared_loader_obj)
         return action.run(task_vars=task_vars)
+
+    def _copy_files(self, task_vars, src: str, dest: str, files: dict, *, owner, group, mode, directory_mode,
+                    progress_interval: float) -> dict:
+        """Copy file by file (as ansible.builtin.copy of a directory does inside), printing how far it got at least
+        every progress_interval seconds: a wheelhouse of gigabytes is minutes of transfer that said nothing."""
+        host = task_vars.get("inventory_hostname", "?")
+        changed = False
+        for directory in [""] + sorted({os.path.dirname(rel) for rel in files} - {""}):
+            made = self._execute_module(
+                module_name="ansible.legacy.file", task_vars=task_vars,
+                module_args={k: v for k, v in {"path": os.path.join(dest, directory), "state": "directory",
+                                               "owner": owner, "group": group, "mode": directory_mode}.items()
+                             if v is not None})  # fmt: skip
+            if made.get("failed"):
+                return made
+            changed = changed or bool(made.get("changed"))
+        total = sum(size for size, _ in files.values())
+        done_files = done_bytes = 0
+        started = printed = time.monotonic()
+        for rel, (size, _) in sorted(files.items()):
+            copied = self._copy(task_vars, src=os.path.join(src, rel), dest=os.path.join(dest, rel), owner=owner,
+                                group=group, mode=mode)
+            if copied.get("failed"):
+                return {**copied, "msg": f"copying {rel} to {dest}: {copied.get('msg', '')}"}
+            changed = changed or bool(copied.get("changed"))
+            done_files, done_bytes = done_files + 1, done_bytes + size
+            now = time.monotonic()
+            if now - printed >= progress_interval and done_files < len(files):
+                display.display(f"  [{host}] {os.path.basename(dest)}: {done_files}/{len(files)} files, "
+                                f"{_gigabytes(done_bytes)} of {_gigabytes(total)} GB ({now - started:.0f} s)")
+                printed = now
+        return {"changed": changed}
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -80,8 +120,9 @@ class ActionModule(ActionBase):
             result.update(changed=True, msg=f"would copy {len(fingerprint['files'])} files to {dest}")
             return result
         owner, group, mode = args.get("owner"), args.get("group"), args.get("mode")
-        copied = self._copy(task_vars, src=src.rstrip("/") + "/", dest=dest + "/", owner=owner, group=group,
-                            mode=mode, directory_mode=args.get("directory_mode"))
+        copied = self._copy_files(task_vars, src, dest, fingerprint["files"], owner=owner, group=group, mode=mode,
+                                  directory_mode=args.get("directory_mode"),
+                                  progress_interval=float(args.get("progress_interval", 30)))
         if copied.get("failed"):
             return {**result, **copied}
         written = self._copy(task_vars, content=json.dumps(fingerprint, indent=1), dest=manifest_path, owner=owner,

@@ -23,14 +23,19 @@ _PROJECT_MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_uti
 if _PROJECT_MODULE_UTILS not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(_PROJECT_MODULE_UTILS)
 
-from ansible.module_utils.specgate.common.progress import poll_delays, progress_line  # noqa: E402 - path set above
+from ansible.module_utils.specgate.common.progress import (  # noqa: E402 - path set above
+    format_duration,
+    last_log_line,
+    poll_delays,
+    progress_line,
+)
 
 display = Display()
 
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset({"jid", "progress_file", "poll_interval", "print_interval", "timeout", "label"})
+    _VALID_ARGS = frozenset({"jid", "progress_file", "log_file", "poll_interval", "print_interval", "timeout", "label"})
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -45,6 +50,10 @@ class ActionModule(ActionBase):
         timeout = float(args.get("timeout", 86400))
         label = args.get("label") or "job"
         progress_file = args.get("progress_file")
+        log_file = args.get("log_file")
+        if progress_file and log_file:
+            raise AnsibleActionFail("specgate_follow_job takes progress_file (a JSON report) or log_file (a plain log), "
+                                    "not both")
         host = task_vars.get("inventory_hostname", "?") if task_vars else "?"
         # As ansible.builtin.async_status's own action does: the job file lives in the shell's async_dir.
         async_dir = self._remote_expand_user(self.get_shell_option("async_dir", default="~/.ansible_async"))
@@ -64,12 +73,15 @@ class ActionModule(ActionBase):
                               msg=f"{label} did not end within {timeout:.0f} s (job {jid} is still running on "
                                   f"{host}; its last progress: {last_line or 'none'})")
                 return result
-            if progress_file:
+            if progress_file or log_file:
                 slurped = self._execute_module(module_name="ansible.builtin.slurp",
-                                               module_args={"src": progress_file}, task_vars=task_vars)
-                last_line = progress_line(slurped) or last_line
+                                               module_args={"src": progress_file or log_file}, task_vars=task_vars)
+                last_line = (progress_line(slurped) if progress_file else last_log_line(slurped)) or last_line
             if printed_at is None or elapsed - printed_at >= print_every:
-                display.display(f"  [{host}] {last_line or f'{label}: starting'}")
+                if log_file:  # the tool's own line, with how long it has run
+                    display.display(f"  [{host}] {label}, {format_duration(elapsed)}: {last_line or 'started'}")
+                else:
+                    display.display(f"  [{host}] {last_line or f'{label}: starting'}")
                 printed_at = elapsed
             time.sleep(next(delays))
         # The job's own result (changed, msg, its return values) is this task's result, as with async_status.

@@ -11,8 +11,9 @@ description:
   - Fingerprints the controller's directory I(src) by each file's relative path, size and modification time (as
     rsync's quick check does) and compares it with the manifest C(.specgate-tree.json) the last copy left in
     I(dest). When they match nothing is sent and the host is not asked for any file's checksum.
-  - Otherwise copies the tree with M(ansible.builtin.copy) (which sends only files whose content differs) and
-    writes the new manifest. A file removed on the controller is left on the host, as M(ansible.builtin.copy) does.
+  - Otherwise copies the tree file by file with M(ansible.builtin.copy) (which sends only files whose content
+    differs), printing how far it got at least every I(progress_interval) seconds, and writes the new manifest.
+    A file removed on the controller is left on the host, as M(ansible.builtin.copy) does.
   - An action plugin running on the controller; supports check mode (reports whether a copy is due).
 version_added: "0.1.0"
 author: specgate
@@ -37,6 +38,12 @@ options:
   directory_mode:
     description: Mode of the directories created.
     type: raw
+  progress_interval:
+    description: >-
+      Least seconds between two progress lines while files are copied (files and gigabytes done of the total);
+      0 prints one after each file.
+    type: float
+    default: 30
 attributes:
   check_mode:
     support: full

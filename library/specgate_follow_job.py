@@ -24,6 +24,12 @@ options:
   progress_file:
     description: Path on the host of the job's progress report; without it, only the polls are shown.
     type: path
+  log_file:
+    description: >-
+      Path on the host of a plain log the job's command writes (its output redirected there), for a tool that
+      prints its own progress, such as debootstrap or podman import: each printed line is the log's last complete
+      line with the time the job has run. Mutually exclusive with O(progress_file).
+    type: path
   poll_interval:
     description: >-
       Most seconds between polls; the first polls come sooner (0.5 s, doubling up to this), so a short job is seen
@@ -59,6 +65,14 @@ EXAMPLES = r"""
     poll_interval: 15
     label: weights
   register: __model_weights_job_status
+
+- name: Follow debootstrap through its log, a line every 30 s
+  specgate_follow_job:
+    jid: "{{ __debootstrap_job.ansible_job_id }}"
+    log_file: /tmp/specgate-rootfs.log
+    poll_interval: 5
+    print_interval: 30
+    label: debootstrap
 """
 
 RETURN = r"""

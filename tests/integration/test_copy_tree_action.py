@@ -17,11 +17,11 @@ ROOT = Path(__file__).resolve().parents[2]
 TASK = "Copy the tree"
 
 
-def _copy(tmp_path: Path, src: Path, dest: Path, check: bool = False) -> dict:
+def _copy(tmp_path: Path, src: Path, dest: Path, check: bool = False, **extra) -> dict:
     private = tmp_path / f"runner-{len(list(tmp_path.glob('runner-*')))}"
     (private / "project").mkdir(parents=True)
     play = [{"hosts": "localhost", "gather_facts": False,
-             "tasks": [{"name": TASK, "specgate_copy_tree": {"src": str(src), "dest": str(dest), "mode": "0644"}}]}]
+             "tasks": [{"name": TASK, "specgate_copy_tree": {"src": str(src), "dest": str(dest), "mode": "0644", **extra}}]}]
     (private / "project" / "play.yml").write_text(json.dumps(play))
     run = ansible_runner.run(
         private_data_dir=str(private), playbook="play.yml", quiet=True, cmdline="--check" if check else None,
@@ -30,7 +30,7 @@ def _copy(tmp_path: Path, src: Path, dest: Path, check: bool = False) -> dict:
     )
     (result,) = [{**e["event_data"]["res"], "failed": e["event"] == "runner_on_failed"} for e in run.events
                  if e["event"] in ("runner_on_ok", "runner_on_failed") and e["event_data"].get("task") == TASK]
-    return result
+    return {**result, "stdout": run.stdout.read()}
 
 
 def test_a_tree_is_copied_once_and_again_only_when_it_changed(tmp_path):
@@ -39,9 +39,11 @@ def test_a_tree_is_copied_once_and_again_only_when_it_changed(tmp_path):
     (src / "a-1.0-py3-none-any.whl").write_bytes(b"a" * 100)
     (src / "sub" / "b-2.0-py3-none-any.whl").write_bytes(b"b" * 50)
 
-    first = _copy(tmp_path, src, dest)
+    first = _copy(tmp_path, src, dest, progress_interval=0)
     assert not first["failed"], first
     assert first["changed"] is True, first
+    # How far the copy got, printed while it runs (here after every file but the last).
+    assert "[localhost] wheelhouse: 1/2 files, 0.00 of 0.00 GB" in first["stdout"], first["stdout"]
     assert (dest / "sub" / "b-2.0-py3-none-any.whl").read_bytes() == b"b" * 50
     manifest = json.loads((dest / ".specgate-tree.json").read_text())
     assert sorted(manifest["files"]) == ["a-1.0-py3-none-any.whl", "sub/b-2.0-py3-none-any.whl"]

@@ -27,6 +27,21 @@ def progress_line(slurped: dict) -> str | None:
         return None
 
 
+def last_log_line(slurped: dict, tail_bytes: int = 4096) -> str | None:
+    """The last complete, non-empty line of a command's log as ansible.builtin.slurp returned it (None before the
+    first one): a tool that prints its own progress (debootstrap's "I: Retrieving ...", podman's "Copying blob")
+    is followed through the log its output goes to. A line still being written is left for the next round."""
+    if slurped.get("failed") or "content" not in slurped:
+        return None
+    try:
+        text = base64.b64decode(slurped["content"])[-tail_bytes:].decode("utf-8", "replace")
+    except (ValueError, TypeError):
+        return None
+    complete = text[: text.rfind("\n") + 1] if "\n" in text else ""
+    lines = [line.strip() for line in complete.replace("\r", "\n").splitlines() if line.strip()]
+    return lines[-1] if lines else None
+
+
 # The first wait of a follow: a job that ends within a second is seen within a second, not a whole interval later.
 FIRST_POLL_S = 0.5
 

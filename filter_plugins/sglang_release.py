@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
+from ansible.plugins.filter.core import to_nice_yaml
 
 _LABEL_OK = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 
@@ -106,6 +107,18 @@ def sglang_public_config(server_config: Mapping[str, Any], secret_flags: list[st
     return {flag: value for flag, value in server_config.items() if flag.replace("_", "-") not in secrets}
 
 
+def sglang_launch_yaml(public_config: Mapping[str, Any], api_key: str | None) -> str:
+    """launch.yaml, the config the engine starts from: the release's public server config plus the API key.
+
+    One statement for every writer (a new release, a rollback's restore of known-good onto the current key), so the
+    same config and key always give the same bytes and a rewrite changes nothing unless the key did.
+    """
+    launch = dict(public_config)
+    if api_key is not None:
+        launch["api-key"] = api_key
+    return to_nice_yaml(launch, indent=2, sort_keys=False)
+
+
 def sglang_identity(
     public_config: Mapping[str, Any], resolved: Mapping[str, Any] | None, ignore: list[str] | None = None
 ) -> dict[str, Any]:
@@ -133,5 +146,6 @@ class FilterModule:
             "sglang_release_content": sglang_release_content,
             "sglang_engine_record": sglang_engine_record,
             "sglang_public_config": sglang_public_config,
+            "sglang_launch_yaml": sglang_launch_yaml,
             "sglang_identity": sglang_identity,
         }

@@ -4,10 +4,16 @@
 from __future__ import annotations
 
 import pwd
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.specgate.service.port_owners import port_holders
-from ansible.module_utils.specgate.service.release_pointers import pointer_target, release_dirs, release_port
+from ansible.module_utils.specgate.service.release_pointers import (
+    launch_is_newer_than_engine,
+    pointer_target,
+    release_dirs,
+    release_port,
+)
 from ansible.module_utils.specgate.service.unit_processes import SystemctlShowError, cgroup_pids, descendants, show_unit
 
 DOCUMENTATION = r"""
@@ -23,6 +29,8 @@ description:
   - With I(port), also lists every process listening on that port and whether it belongs to the unit (one of
     its PIDs; or, where another user's processes cannot be read, a socket owned by the unit's User=), so a
     switch can refuse a port a stranger holds before it stops the running server.
+  - Says whether the active release's C(launch.yaml) (it holds the API key, which the release id leaves out) was
+    rewritten after the running engine started from it: a run that rotated the key and stopped before its restart.
   - Read-only; supports check mode.
 version_added: "0.1.0"
 author: specgate
@@ -84,6 +92,11 @@ active_port:
   description: The port the active release was deployed with (its release.json identity); 0 when unknown.
   returned: always
   type: int
+launch_stale:
+  description: Whether the active release's launch.yaml was written after the running engine started (the engine
+    still runs on the launch settings, such as the API key, it had before); false when the unit does not run.
+  returned: always
+  type: bool
 port_holders:
   description: Processes listening on I(port), each with whether it is one of the unit's; empty when it is free.
   returned: when I(port) is set
@@ -118,7 +131,8 @@ def main() -> None:
         module.fail_json(msg=str(exc))
     try:
         props = show_unit(module.run_command, module.params["unit"],
-                          ("ActiveState", "MainPID", "UnitFileState", "ControlGroup", "User"))
+                          ("ActiveState", "MainPID", "UnitFileState", "ControlGroup", "User",
+                           "ExecMainStartTimestampMonotonic"))
     except SystemctlShowError as error:
         module.fail_json(msg=str(error))
     main_pid = int(props.get("MainPID") or 0)
@@ -136,6 +150,9 @@ def main() -> None:
         known_good_id=known_good,
         trial_id=trial,
         active_state=props.get("ActiveState", ""),
+        launch_stale=bool(main_pid) and launch_is_newer_than_engine(
+            module.params["base_dir"], int(props.get("ExecMainStartTimestampMonotonic") or 0), time.time(),
+            time.monotonic()),
         main_pid=main_pid,
         unit_file_state=props.get("UnitFileState", ""),
         releases=release_dirs(module.params["base_dir"]),

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
-from ansible.module_utils.specgate.service.release_pointers import pointer_target, release_dirs, release_port
+from ansible.module_utils.specgate.service.release_pointers import (
+    launch_is_newer_than_engine,
+    pointer_target,
+    release_dirs,
+    release_port,
+)
 
 pytestmark = pytest.mark.host
 
@@ -65,3 +71,30 @@ def test_a_release_that_does_not_say_its_port_reads_as_0(base, content):
     if content is not None:
         (base / "releases" / "dflash-bs8-0123456789" / "release.json").write_text(content)
     assert release_port(str(base), "dflash-bs8-0123456789") == 0
+
+
+def _launch(base, written_at: float) -> None:
+    release = base / "releases" / "dflash-bs8-0123456789"
+    (release / "launch.yaml").write_text("api-key: sk-rotated\n")
+    os.utime(release / "launch.yaml", (written_at, written_at))
+    (base / "active").symlink_to(release)
+
+
+# The engine started 100 s ago by the monotonic clock (now: wall 10_000, monotonic 500).
+NOW_WALL, NOW_MONO, STARTED_US = 10_000.0, 500.0, 400_000_000
+
+
+def test_a_launch_file_written_after_the_engine_started_is_stale(base):
+    _launch(base, written_at=NOW_WALL - 30)  # rewritten 70 s after the start, the restart never came
+    assert launch_is_newer_than_engine(str(base), STARTED_US, NOW_WALL, NOW_MONO) is True
+
+
+def test_the_launch_file_the_engine_read_at_its_start_is_not_stale(base):
+    _launch(base, written_at=NOW_WALL - 100.5)  # written, then the old server stopped, then the start
+    assert launch_is_newer_than_engine(str(base), STARTED_US, NOW_WALL, NOW_MONO) is False
+
+
+def test_nothing_is_stale_when_the_engine_does_not_run_or_no_launch_file_is_active(base):
+    assert launch_is_newer_than_engine(str(base), STARTED_US, NOW_WALL, NOW_MONO) is False  # no active pointer
+    _launch(base, written_at=NOW_WALL - 30)
+    assert launch_is_newer_than_engine(str(base), 0, NOW_WALL, NOW_MONO) is False

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 from ansible.errors import AnsibleFilterError
 from sglang_release import (
     sglang_engine_record,
     sglang_identity,
+    sglang_launch_yaml,
     sglang_public_config,
     sglang_release_content,
     sglang_release_id,
@@ -40,6 +42,18 @@ def test_release_id_changes_with_content_and_not_with_key_order():
 def test_public_config_drops_the_api_keys_in_either_spelling():
     config = {"model-path": "/m", "api-key": "secret", "admin_api_key": "secret2"}
     assert sglang_public_config(config, ["api-key", "admin-api-key"]) == {"model-path": "/m"}
+
+
+def test_the_launch_file_is_the_public_config_plus_the_key_and_reads_back_to_the_same_bytes():
+    public = {"model-path": "/m", "context-length": "128k", "port": 31000, "enable-metrics": True,
+              "speculative-dflash-block-size": 8}
+    launch = sglang_launch_yaml(public, "sk-rotated-0001")
+    assert yaml.safe_load(launch) == {**public, "api-key": "sk-rotated-0001"}
+    assert launch.splitlines()[0] == "model-path: /m"  # the release's order, the key last
+    # A rollback rebuilds known-good's from its server.yaml as read back from the host: the same bytes for the same key.
+    assert sglang_launch_yaml(yaml.safe_load(yaml.safe_dump(public, sort_keys=False)), "sk-rotated-0001") == launch
+    assert sglang_launch_yaml(public, "sk-rotated-0002") != launch
+    assert "api-key" not in sglang_launch_yaml(public, None)
 
 
 def test_identity_prefers_the_resolved_value_and_skips_ignored_keys():

@@ -49,3 +49,28 @@ def release_port(base_dir: str, release_id: str) -> int:
     except (OSError, ValueError, AttributeError):
         return 0
     return int(port) if isinstance(port, int) or (isinstance(port, str) and port.isdigit()) else 0
+
+
+# A launch file written within this many seconds before the engine started is the one it read: the restart protocol
+# writes it, then stops the old server (never instant), then starts the new one.
+LAUNCH_CLOCK_SLACK_S = 1.0
+
+
+def launch_is_newer_than_engine(
+    base_dir: str, started_monotonic_us: int, now_wall: float, now_monotonic: float
+) -> bool:
+    """Whether the active release's launch.yaml changed after the running engine read it at its start.
+
+    The launch file holds what the release id leaves out (the API key): a run that rewrote it for a new key and
+    stopped before the restart leaves an engine on the old key. ``started_monotonic_us`` is systemd's
+    ExecMainStartTimestampMonotonic (0 when the unit does not run: nothing is stale then); the monotonic clock is
+    turned into wall time with the caller's pair of readings taken together.
+    """
+    if started_monotonic_us <= 0:
+        return False
+    try:
+        written = (Path(base_dir) / "active" / "launch.yaml").stat().st_mtime
+    except OSError:
+        return False
+    started_wall = now_wall - (now_monotonic - started_monotonic_us / 1e6)
+    return written > started_wall + LAUNCH_CLOCK_SLACK_S

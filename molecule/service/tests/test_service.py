@@ -15,6 +15,7 @@ from servicetest import (  # the shared helpers live beside the scenarios
     CONVERGE,
     ROLLBACK,
     SECRETS,
+    VARS,
     http,
     journal,
     main_pid,
@@ -223,3 +224,55 @@ def test_rollback_playbook_restores_known_good_and_is_idempotent(host):
     assert again.changed_count() == 0
     assert "already on known-good: checked it serves" in again.stdout
     assert main_pid(host) != pid
+
+
+def _key_files(host) -> list[str]:
+    """The launch files on the host (each holds the API key), by release."""
+    return sorted(host.run("ls /opt/specgate/releases/*/launch.yaml 2>/dev/null").stdout.split())
+
+
+def test_rotating_the_api_key_restarts_onto_each_new_key_and_a_rollback_comes_up_on_the_current_one(host):
+    """Issue 29 item 8: the key is left out of the release id (a rotation is not a new configuration to gate), so it
+    travels with whichever release starts: the active one restarts onto a new key, known-good comes back on the key of
+    the run that restores it, and a key rotated away stays in no file."""
+    original, first, second = VARS["sglang_service_api_key"], "sk-rotated-first-1a2b3c", "sk-rotated-second-4d5e6f"
+    known_good = release_of(host, "known-good")
+    assert release_of(host, "active") == known_good  # where the rollback test left the host
+    b16_again = {**B16, "sglang_service_promote_on_success": False}
+
+    # First rotation, same configuration: the same release restarts onto the new key.
+    pid = main_pid(host)
+    rotated = run_playbook(INSTANCE, CONVERGE, {**b16_again, "sglang_service_api_key": first})
+    assert rotated.status == "successful", rotated.stdout[-3000:]
+    assert release_of(host, "active") == known_good
+    assert main_pid(host) != pid
+    assert http("/server_info", first)[0] == 200
+    assert http("/server_info", original)[0] == 401
+    assert _key_files(host) == [f"/opt/specgate/releases/{known_good}/launch.yaml"]
+
+    # Second rotation with a new configuration, then a rollback in the same key: known-good was written with the first
+    # key and must come up on the second.
+    candidate = run_playbook(INSTANCE, CONVERGE, {
+        "sglang_service_block_size": 8, "sglang_service_drafter_path": "/models/kimi-k26-dflash-b8",
+        "sglang_service_promote_on_success": False, "sglang_service_api_key": second,
+    })  # fmt: skip
+    assert candidate.status == "successful", candidate.stdout[-3000:]
+    assert release_of(host, "active") != known_good
+    back = run_playbook(INSTANCE, ROLLBACK, {"sglang_service_api_key": second})
+    assert back.status == "successful", back.failure or back.stdout[-3000:]
+    assert release_of(host, "active") == known_good
+    assert (http("/server_info", second)[0], http("/server_info", first)[0]) == (200, 401)
+    assert _key_files(host) == [f"/opt/specgate/releases/{known_good}/launch.yaml"]
+    leftovers = host.run(f"grep -rlF -e {first} -e {original} /opt/specgate /etc/specgate /var/tmp /tmp").stdout
+    assert leftovers == "", f"a rotated-away key is still on the host: {leftovers}"
+
+    # A run that wrote the new key and stopped before its restart (the launch file is what that run wrote): the next
+    # run restarts onto it instead of confirming an engine that still answers on the old key.
+    launch = f"/opt/specgate/releases/{known_good}/launch.yaml"
+    assert host.run(f"sed -i 's/{second}/{original}/' {launch}").rc == 0
+    pid = main_pid(host)
+    settled = run_playbook(INSTANCE, ROLLBACK)  # the scenario's own key, as the suite began
+    assert settled.status == "successful", settled.failure or settled.stdout[-3000:]
+    assert main_pid(host) != pid
+    assert (http("/server_info", original)[0], http("/server_info", second)[0]) == (200, 401)
+    assert release_of(host, "active") == known_good

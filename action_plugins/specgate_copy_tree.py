@@ -72,7 +72,7 @@ class ActionModule(ActionBase):
         every progress_interval seconds: a wheelhouse of gigabytes is minutes of transfer that said nothing."""
         host = task_vars.get("inventory_hostname", "?")
         changed = False
-        for directory in [""] + sorted({os.path.dirname(rel) for rel in files} - {""}):
+        for directory in ["", *sorted({os.path.dirname(rel) for rel in files} - {""})]:
             made = self._execute_module(
                 module_name="ansible.legacy.file", task_vars=task_vars,
                 module_args={k: v for k, v in {"path": os.path.join(dest, directory), "state": "directory",

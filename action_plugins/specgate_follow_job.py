@@ -52,8 +52,8 @@ class ActionModule(ActionBase):
         progress_file = args.get("progress_file")
         log_file = args.get("log_file")
         if progress_file and log_file:
-            raise AnsibleActionFail("specgate_follow_job takes progress_file (a JSON report) or log_file (a plain log), "
-                                    "not both")
+            raise AnsibleActionFail("specgate_follow_job takes progress_file (a JSON report) or log_file (a plain "
+                                    "log), not both")
         host = task_vars.get("inventory_hostname", "?") if task_vars else "?"
         # As ansible.builtin.async_status's own action does: the job file lives in the shell's async_dir.
         async_dir = self._remote_expand_user(self.get_shell_option("async_dir", default="~/.ansible_async"))

@@ -21,7 +21,8 @@ def _copy(tmp_path: Path, src: Path, dest: Path, check: bool = False, **extra) -
     private = tmp_path / f"runner-{len(list(tmp_path.glob('runner-*')))}"
     (private / "project").mkdir(parents=True)
     play = [{"hosts": "localhost", "gather_facts": False,
-             "tasks": [{"name": TASK, "specgate_copy_tree": {"src": str(src), "dest": str(dest), "mode": "0644", **extra}}]}]
+             "tasks": [{"name": TASK,
+                        "specgate_copy_tree": {"src": str(src), "dest": str(dest), "mode": "0644", **extra}}]}]
     (private / "project" / "play.yml").write_text(json.dumps(play))
     run = ansible_runner.run(
         private_data_dir=str(private), playbook="play.yml", quiet=True, cmdline="--check" if check else None,

@@ -56,7 +56,8 @@ def test_debootstrap_and_the_import_print_their_latest_line_while_they_run(tmp_p
                                      "release": "12"},
                  "bootstrap_image_packages": ["systemd", "python3"], "_bootstrap_image_label": "abc123",
                  "bootstrap_image_progress_interval": 1, "bootstrap_image_timeout": 120},
-        "tasks": [{"name": "Build the image", "ansible.builtin.include_tasks": str(ROOT / "playbooks/tasks/debootstrap_image.yml")}],
+        "tasks": [{"name": "Build the image",
+                   "ansible.builtin.include_tasks": str(ROOT / "playbooks/tasks/debootstrap_image.yml")}],
     }]  # fmt: skip
     (private / "project" / "play.yml").write_text(json.dumps(play))
     run = ansible_runner.run(
@@ -71,8 +72,9 @@ def test_debootstrap_and_the_import_print_their_latest_line_while_they_run(tmp_p
     debootstrap = [text for label, _, text in lines if label == "debootstrap"]
     imported = [text for label, _, text in lines if label == "image import"]
     # Which lines are caught depends on when the polls fall; that each step printed its own while it ran does not.
-    assert debootstrap and set(debootstrap) <= {"I: Retrieving InRelease", "I: Retrieving libc6 2.36-9",
-                                                "I: Unpacking libc6 2.36-9", "started"}, stdout[-3000:]
+    assert debootstrap, stdout[-3000:]
+    assert set(debootstrap) <= {"I: Retrieving InRelease", "I: Retrieving libc6 2.36-9", "I: Unpacking libc6 2.36-9",
+                                "started"}, stdout[-3000:]
     assert set(debootstrap) - {"started"}, stdout[-3000:]
     assert any(text.startswith(("Getting image", "Copying blob")) for text in imported), stdout[-3000:]
     # The import got the label and the tree debootstrap made, with the apt sources emptied; no scratch left behind.

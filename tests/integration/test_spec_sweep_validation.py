@@ -115,7 +115,7 @@ def test_a_bad_grid_sweep_is_refused_naming_the_variable(case):
     assert " ".join(expected.split()) in " ".join(stdout.split())
 
 
-@pytest.mark.parametrize("sweep", ["field-notes-grid", "demo-grid"])
+@pytest.mark.parametrize("sweep", ["field-notes-grid", "demo"])
 def test_the_shipped_grids_are_good_sweeps(sweep):
     grid = yaml.safe_load((PROJECT_ROOT / "configs" / "sweeps" / f"{sweep}.yml").read_text())
     # the demo's grid names its drafters from the demo inventory's catalog

@@ -30,6 +30,8 @@ def test_only_the_tail_of_a_long_log_is_read():
     assert last_log_line(_slurped(log)) == "I: Unpacking package-19999"
 
 
-@pytest.mark.parametrize("slurped", [{"failed": True, "msg": "file not found"}, _slurped(b""), _slurped(b"no newline yet")])
+@pytest.mark.parametrize(
+    "slurped", [{"failed": True, "msg": "file not found"}, _slurped(b""), _slurped(b"no newline yet")]
+)
 def test_nothing_to_show_before_the_first_complete_line(slurped):
     assert last_log_line(slurped) is None

@@ -8,8 +8,6 @@ sentence that names the first that is not, its value and what it must be.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: F401 - module_utils on the path
 from ansible.module_utils.specgate.common.ranges import first_range_refusal
 

@@ -2,7 +2,13 @@
 
 Modules get module_utils/ from ansible.cfg when Ansible packages them; controller-side plugins (filters, actions)
 import the same logic in-process, where that setting does not apply. Importing this module (found through
-ansible.cfg's collections_path, which ansible-runner leaves alone) makes `ansible.module_utils.specgate` importable.
+ansible.cfg's collections_path, which ansible-runner leaves alone) makes `ansible.module_utils.specgate` importable:
+
+    import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: F401 - module_utils on the path
+
+Python run outside Ansible (scripts/bench_*.py, tests/conftest.py, the gate scenario's testinfra tests) has no
+collection loader: it puts local_collections/ on sys.path first, and the same import finds this file there
+(`ansible_collections` is then a plain namespace package; ansible-core ships none of its own).
 """
 
 from __future__ import annotations

@@ -8,17 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import ansible.module_utils
+import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: F401 - module_utils on the path
 import yaml
 from ansible.errors import AnsibleActionFail
+from ansible.module_utils.specgate.common.variable_names import role_refusal
 from ansible.plugins.action import ActionBase
-
-# Same reason as filter_plugins/sglang_config.py: a controller-side plugin puts module_utils on the path itself.
-_PROJECT_MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_utils")
-if _PROJECT_MODULE_UTILS not in ansible.module_utils.__path__:
-    ansible.module_utils.__path__.append(_PROJECT_MODULE_UTILS)
-
-from ansible.module_utils.specgate.common.variable_names import role_refusal  # noqa: E402 - needs the path set above
 
 
 class ActionModule(ActionBase):

@@ -10,25 +10,17 @@ library/specgate_follow_job.py.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
-import ansible.module_utils
+import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: F401 - module_utils on the path
 from ansible.errors import AnsibleActionFail
-from ansible.plugins.action import ActionBase
-from ansible.utils.display import Display
-
-# ansible.cfg's module_utils path is only searched when Ansible packages a module; a controller-side plugin
-# must put the project's module_utils on the package path itself to share the logic with the modules.
-_PROJECT_MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_utils")
-if _PROJECT_MODULE_UTILS not in ansible.module_utils.__path__:
-    ansible.module_utils.__path__.append(_PROJECT_MODULE_UTILS)
-
-from ansible.module_utils.specgate.common.progress import (  # noqa: E402 - path set above
+from ansible.module_utils.specgate.common.progress import (
     format_duration,
     last_log_line,
     poll_delays,
     progress_line,
 )
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
 
 display = Display()
 

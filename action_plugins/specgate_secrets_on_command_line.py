@@ -7,20 +7,13 @@ place the process list shows. Documentation: library/specgate_secrets_on_command
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-import ansible.module_utils
-from ansible.plugins.action import ActionBase
-
-# Same reason as filter_plugins/sglang_config.py: a controller-side plugin puts module_utils on the path itself.
-_PROJECT_MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_utils")
-if _PROJECT_MODULE_UTILS not in ansible.module_utils.__path__:
-    ansible.module_utils.__path__.append(_PROJECT_MODULE_UTILS)
-
-from ansible.module_utils.specgate.common.secret_exposure import (  # noqa: E402 - needs the path set above
+import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: F401 - module_utils on the path
+from ansible.module_utils.specgate.common.secret_exposure import (
     exposure_warning,
     secrets_on_command_line,
 )
+from ansible.plugins.action import ActionBase
 
 
 class ActionModule(ActionBase):

@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import ansible.module_utils
+import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: F401 - module_utils on the path
 from ansible.errors import AnsibleFilterError
-
-# ansible.cfg's module_utils path is only searched when Ansible packages a module; a controller-side plugin
-# must put the project's module_utils on the package path itself to share the logic with the modules.
-_PROJECT_MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_utils")
-if _PROJECT_MODULE_UTILS not in ansible.module_utils.__path__:
-    ansible.module_utils.__path__.append(_PROJECT_MODULE_UTILS)
-
-from ansible.module_utils.specgate.service.service_fit import fit_problems  # noqa: E402 - needs the path set above
-from ansible.module_utils.specgate.service.sglang_flags import (  # noqa: E402 - needs the path set above
+from ansible.module_utils.specgate.service.service_fit import fit_problems
+from ansible.module_utils.specgate.service.sglang_flags import (
     SglangConfigError,
     deployment_values,
     engine_env,

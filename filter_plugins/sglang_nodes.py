@@ -3,21 +3,13 @@ module_utils/specgate/service/node_topology.py and module_utils/specgate/preflig
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import ansible.module_utils
+import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: F401 - module_utils on the path
 from ansible.errors import AnsibleFilterError
-
-# ansible.cfg's module_utils path is only searched when Ansible packages a module; a controller-side plugin
-# must put the project's module_utils on the package path itself to share the logic with the modules.
-_PROJECT_MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_utils")
-if _PROJECT_MODULE_UTILS not in ansible.module_utils.__path__:
-    ansible.module_utils.__path__.append(_PROJECT_MODULE_UTILS)
-
-from ansible.module_utils.specgate.preflight.deployment_checks import failure_message  # noqa: E402 - path set above
-from ansible.module_utils.specgate.preflight.node_group import check_node_gpus, group_gpu  # noqa: E402 - path set above
-from ansible.module_utils.specgate.service.node_topology import (  # noqa: E402 - needs the path set above
+from ansible.module_utils.specgate.preflight.deployment_checks import failure_message
+from ansible.module_utils.specgate.preflight.node_group import check_node_gpus, group_gpu
+from ansible.module_utils.specgate.service.node_topology import (
     Topology,
     group_flags,
     node_flags,
@@ -25,7 +17,7 @@ from ansible.module_utils.specgate.service.node_topology import (  # noqa: E402 
     settings_from_vars,
     topology,
 )
-from ansible.module_utils.specgate.service.sglang_flags import SglangConfigError  # noqa: E402 - path set above
+from ansible.module_utils.specgate.service.sglang_flags import SglangConfigError
 
 
 def _topology(settings: dict[str, Any], hostvars: Any, hosts: list[str]) -> Topology:

@@ -10,16 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import ansible.module_utils
-
-# As in sglang_config.py: a controller-side plugin puts the project's module_utils on the package path itself.
-_PROJECT_MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_utils")
-if _PROJECT_MODULE_UTILS not in ansible.module_utils.__path__:
-    ansible.module_utils.__path__.append(_PROJECT_MODULE_UTILS)
-
-from ansible.module_utils.specgate.gate.bench_client import BenchError  # noqa: E402 - needs the path set above
-from ansible.module_utils.specgate.gate.bench_prompts import USER_SET, Prompt  # noqa: E402
-from ansible.module_utils.specgate.gate.bench_runner import BenchSettings, validate  # noqa: E402
+import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: F401 - module_utils on the path
+from ansible.module_utils.specgate.gate.bench_client import BenchError
+from ansible.module_utils.specgate.gate.bench_prompts import USER_SET, Prompt
+from ansible.module_utils.specgate.gate.bench_runner import BenchSettings, validate
 
 
 def spec_gate_bench_refusal(settings: dict[str, Any]) -> str:

@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import ansible.module_utils
+import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: F401 - module_utils on the path
 from ansible.errors import AnsibleFilterError
-
-# Same reason as sglang_config.py: a controller-side plugin puts the project's module_utils on the path itself.
-_PROJECT_MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_utils")
-if _PROJECT_MODULE_UTILS not in ansible.module_utils.__path__:
-    ansible.module_utils.__path__.append(_PROJECT_MODULE_UTILS)
-
-from ansible.module_utils.specgate.sweep.sweep_report import (  # noqa: E402 - needs the path set above
+from ansible.module_utils.specgate.sweep.sweep_report import (
     failed_row,
     rejected_row,
     summarize,

@@ -11,16 +11,8 @@ each give a dict of one-line strings (headline, serving, known_good, reason, ...
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import ansible.module_utils
-
-# As in sglang_config.py: a controller-side plugin puts the project's module_utils on the package path itself.
-_PROJECT_MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_utils")
-if _PROJECT_MODULE_UTILS not in ansible.module_utils.__path__:
-    ansible.module_utils.__path__.append(_PROJECT_MODULE_UTILS)
-
-from ansible.module_utils.specgate.common.run_outcome import deploy_outcome, sweep_outcome  # noqa: E402 - path above
+import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: F401 - module_utils on the path
+from ansible.module_utils.specgate.common.run_outcome import deploy_outcome, sweep_outcome
 
 
 class FilterModule:

@@ -8,16 +8,8 @@ sentence that names the first that is not, its value and what it must be.
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import ansible.module_utils
-
-# As in sglang_config.py: a controller-side plugin puts the project's module_utils on the package path itself.
-_PROJECT_MODULE_UTILS = str(Path(__file__).resolve().parent.parent / "module_utils")
-if _PROJECT_MODULE_UTILS not in ansible.module_utils.__path__:
-    ansible.module_utils.__path__.append(_PROJECT_MODULE_UTILS)
-
-from ansible.module_utils.specgate.common.ranges import first_range_refusal  # noqa: E402 - needs the path set above
+import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: F401 - module_utils on the path
+from ansible.module_utils.specgate.common.ranges import first_range_refusal
 
 
 class FilterModule:

@@ -34,13 +34,12 @@ import tempfile
 import time
 from pathlib import Path
 
-import ansible.module_utils
-
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT / "module_utils") not in ansible.module_utils.__path__:
-    ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
+# The project's collection: its paths module puts module_utils on ansible.module_utils' path.
+sys.path.insert(0, str(ROOT / "local_collections"))
 sys.path.insert(0, str(ROOT / "sim"))
 
+import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: E402, F401 - module_utils on the path
 from ansible.module_utils.specgate.gate import bench_client  # noqa: E402 - needs the path wiring above
 from ansible.module_utils.specgate.gate.bench_client import Client  # noqa: E402 - needs the path wiring above
 from ansible.module_utils.specgate.gate.bench_prompts import build_prompt  # noqa: E402 - needs the path wiring above

@@ -30,15 +30,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import ansible.module_utils
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT / "module_utils") not in ansible.module_utils.__path__:
-    ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
+# The project's collection: its paths module puts module_utils on ansible.module_utils' path.
+sys.path.insert(0, str(ROOT / "local_collections"))
 sys.path.insert(0, str(ROOT / "sim"))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: E402, F401 - module_utils on the path
 import sweep_search_v2  # noqa: E402 - the frozen v2 search and pick, the reference the search is measured against
 from ansible.module_utils.specgate.sweep.grid import Point, expand  # noqa: E402 - needs the path set above
 from ansible.module_utils.specgate.sweep.plots import write_plots  # noqa: E402

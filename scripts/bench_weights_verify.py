@@ -20,14 +20,13 @@ import tempfile
 import time
 from pathlib import Path
 
-import ansible.module_utils
-
 ROOT = Path(__file__).resolve().parent.parent
-# Import the module logic the way Ansible does (ansible.module_utils.specgate.*), without installing anything.
-if str(ROOT / "module_utils") not in ansible.module_utils.__path__:
-    ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
+# Import the module logic the way Ansible does (ansible.module_utils.specgate.*), without installing anything:
+# the project's collection, whose paths module puts module_utils on that path.
+sys.path.insert(0, str(ROOT / "local_collections"))
 sys.path.insert(0, str(ROOT / "sim"))
 
+import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: E402, F401 - module_utils on the path
 from ansible.module_utils.specgate.weights import hf_fetch  # noqa: E402 - after the path set-up above
 from ansible.module_utils.specgate.weights.weights_snapshot import Options, SnapshotSpec, run  # noqa: E402
 from specgate_sim import fixtures  # noqa: E402

@@ -6,16 +6,14 @@ import os
 import sys
 from pathlib import Path
 
-import ansible.module_utils
-
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
-_project_module_utils = str(PROJECT_ROOT / "module_utils")
-if _project_module_utils not in ansible.module_utils.__path__:
-    ansible.module_utils.__path__.append(_project_module_utils)
-for extra in (PROJECT_ROOT / "library", PROJECT_ROOT / "filter_plugins"):
+# local_collections/: the project's collection, whose paths module puts module_utils on ansible.module_utils' path
+# (the controller-side plugins the tests import do the same).
+for extra in (PROJECT_ROOT / "local_collections", PROJECT_ROOT / "library", PROJECT_ROOT / "filter_plugins"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
+import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: E402, F401 - module_utils on the path
 
 # ansible-runner and molecule find ansible-playbook/ansible-inventory on PATH: make it the venv's, also
 # when pytest is started as .venv/bin/pytest without the venv activated.

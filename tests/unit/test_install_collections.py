@@ -300,7 +300,9 @@ def required_imports(path: Path) -> list[tuple[str, int]]:
 
 def third_party_imports(entry_points: list[Path], module_utils: Path) -> dict[str, set[str]]:
     """Top-level third-party modules the entry points need, following their imports of the project's module_utils
-    (as ansible.module_utils.specgate.* or relative), with the files that import each."""
+    (as ansible.module_utils.specgate.* or relative) and of its own collection (ansible_collections.specgate.*, in
+    local_collections/ beside module_utils/), with the files that import each."""
+    local_collections = module_utils.parent / "local_collections"
     needed: dict[str, set[str]] = {}
     seen: set[Path] = set()
     todo = list(entry_points)
@@ -325,6 +327,14 @@ def third_party_imports(entry_points: list[Path], module_utils: Path) -> dict[st
                               module_utils.joinpath(*parts, "__init__.py")]
                 if imported:
                     candidates.append(module_utils.joinpath(*parts, f"{imported}.py"))
+                todo += [p for p in candidates if p.is_file()]
+                continue
+            if module.startswith("ansible_collections.specgate."):
+                parts = module.split(".")
+                candidates = [local_collections.joinpath(*parts).with_suffix(".py"),
+                              local_collections.joinpath(*parts, "__init__.py")]
+                if imported:
+                    candidates.append(local_collections.joinpath(*parts, f"{imported}.py"))
                 todo += [p for p in candidates if p.is_file()]
                 continue
             top = module.split(".")[0]
@@ -372,6 +382,8 @@ def test_the_deploy_set_provides_every_controller_side_import() -> None:
     # the scan reaches into module_utils: the gate filter's benchmark settings check pulls aiohttp in
     assert {"ansible", "yaml", "aiohttp"} <= set(needed), needed
     assert "gate/bench_client.py" in needed["aiohttp"], needed["aiohttp"]
+    # and into the project's collection: the plugins' one import that puts module_utils on the path
+    assert "module_utils/paths.py" in needed["ansible"], needed["ansible"]
     deploy = names(REQUIREMENTS / "deploy.txt")
     unprovided = {module: sorted(where) for module, where in needed.items() if not providers(module) & deploy}
     assert not unprovided, f"requirements/deploy.txt provides no package for {unprovided}"

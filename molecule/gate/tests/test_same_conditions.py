@@ -7,18 +7,19 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
-import ansible.module_utils
 import ansible_runner
 import pytest
 import testinfra
 
 SCENARIO = Path(os.environ.get("MOLECULE_SCENARIO_DIRECTORY", Path(__file__).resolve().parents[1]))
 PROJECT = SCENARIO.parents[1]
-# The gate's own statistics, as Ansible imports them (testinfra runs without tests/conftest.py).
-if str(PROJECT / "module_utils") not in ansible.module_utils.__path__:
-    ansible.module_utils.__path__.append(str(PROJECT / "module_utils"))
+# The gate's own statistics, as Ansible imports them (testinfra runs without tests/conftest.py): the project's
+# collection, whose paths module puts module_utils on ansible.module_utils' path.
+sys.path.insert(0, str(PROJECT / "local_collections"))
+import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: E402, F401 - module_utils on the path
 from ansible.module_utils.specgate.gate.bench_stats import mean_interval  # noqa: E402 - needs the path set above
 
 EPHEMERAL = Path(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "/nonexistent"))

@@ -321,20 +321,16 @@ def third_party_imports(entry_points: list[Path], module_utils: Path) -> dict[st
                 todo += [p for p in (base.joinpath(*parts).with_suffix(".py"),
                                      base.joinpath(*parts, f"{imported}.py")) if p.is_file()]
                 continue
-            if module.startswith("ansible.module_utils.specgate"):
-                parts = module.split(".")[2:]
-                candidates = [module_utils.joinpath(*parts).with_suffix(".py"),
-                              module_utils.joinpath(*parts, "__init__.py")]
+            # The project's own packages are followed into their files: module_utils (ansible.module_utils.specgate)
+            # and the project collection (ansible_collections.specgate, under local_collections/).
+            own = [(root, module.split(".")[skip:]) for prefix, root, skip in
+                   (("ansible.module_utils.specgate", module_utils, 2),
+                    ("ansible_collections.specgate.", local_collections, 0)) if module.startswith(prefix)]
+            if own:
+                ((root, parts),) = own
+                candidates = [root.joinpath(*parts).with_suffix(".py"), root.joinpath(*parts, "__init__.py")]
                 if imported:
-                    candidates.append(module_utils.joinpath(*parts, f"{imported}.py"))
-                todo += [p for p in candidates if p.is_file()]
-                continue
-            if module.startswith("ansible_collections.specgate."):
-                parts = module.split(".")
-                candidates = [local_collections.joinpath(*parts).with_suffix(".py"),
-                              local_collections.joinpath(*parts, "__init__.py")]
-                if imported:
-                    candidates.append(local_collections.joinpath(*parts, f"{imported}.py"))
+                    candidates.append(root.joinpath(*parts, f"{imported}.py"))
                 todo += [p for p in candidates if p.is_file()]
                 continue
             top = module.split(".")[0]

@@ -97,6 +97,21 @@ def normalize_url(url: str, variable: str = "url") -> str:
     return text
 
 
+# A router listening on every address is reached on loopback from its own host.
+WILDCARD_LISTEN = ("0.0.0.0", "::", "")
+
+
+def local_router_url(listen_host: str, port: int | str) -> str:
+    """The URL the router's own host reaches it on: loopback for a wildcard listen address, an IPv6 address in
+    brackets (``http://fd00::5:30080`` is no URL), a name or IPv4 address as it is."""
+    host = (listen_host or "").strip()
+    if host in WILDCARD_LISTEN:
+        host = "127.0.0.1"
+    elif ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{int(port)}"
+
+
 @dataclass(frozen=True)
 class Worker:
     """One worker as the router reports it."""

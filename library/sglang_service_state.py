@@ -30,7 +30,8 @@ description:
     its PIDs; or, where another user's processes cannot be read, a socket owned by the unit's User=), so a
     switch can refuse a port a stranger holds before it stops the running server.
   - Says whether the active release's C(launch.yaml) (it holds the API key, which the release id leaves out) was
-    rewritten after the running engine started from it: a run that rotated the key and stopped before its restart.
+    rewritten after the running engine started from it, as by a run that rotated the key and stopped before its
+    restart.
   - Read-only; supports check mode.
 version_added: "0.1.0"
 author: specgate

@@ -9,9 +9,11 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.specgate.sweep.sweep_report import (
     failed_row,
     rejected_row,
+    repeat_values,
     summarize,
     sweep_markdown,
     winners,
+    with_repeats,
 )
 
 
@@ -21,6 +23,16 @@ def spec_sweep_row(bench: dict[str, Any], name: str, release: str) -> dict[str, 
         return summarize(name, release, bench)
     except (KeyError, ValueError) as error:
         raise AnsibleFilterError(f"spec_sweep_row: {error}") from error
+
+
+def spec_sweep_with_repeats(row: dict[str, Any], bench: dict[str, Any], wanted: dict[str, int]) -> dict[str, Any]:
+    """`{{ row | spec_sweep_with_repeats(repeat_bench_result, wanted) }}`: the row with the repeat benchmark's runs
+    added to each wanted use case metric (as many as wanted of it)."""
+    try:
+        values = repeat_values(row, bench, list(wanted))
+    except (KeyError, ValueError) as error:
+        raise AnsibleFilterError(f"spec_sweep_with_repeats: {error}") from error
+    return with_repeats(row, {metric: runs[: int(wanted[metric])] for metric, runs in values.items()})
 
 
 def spec_sweep_failed_row(reason: str, name: str, release: str | None = None,
@@ -52,6 +64,7 @@ class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
             "spec_sweep_row": spec_sweep_row,
+            "spec_sweep_with_repeats": spec_sweep_with_repeats,
             "spec_sweep_failed_row": spec_sweep_failed_row,
             "spec_sweep_rejected_row": spec_sweep_rejected_row,
             "spec_sweep_winners": spec_sweep_winners,

@@ -12,10 +12,12 @@ from ansible.module_utils.specgate.sweep.manifest import MANIFEST_FILE, ON_CHANG
 from ansible.module_utils.specgate.sweep.resume import load_rows
 from ansible.module_utils.specgate.sweep.run import (
     SweepInputError,
+    check_max_repeats,
     describe,
     drafter_of,
     next_step,
     points_of,
+    repeat_plan,
     report,
     started_row,
     sweep_drafters,
@@ -42,6 +44,10 @@ description:
   - C(state=report) writes sweep.md (embedding the plots), sweep.json and PNG plots in I(dir) from the rows that
     stand, with the winner per use case (the cheapest config within I(tolerance) of the best mean over
     runs) and the inventory snippet that deploys each winner.
+  - C(state=repeats) takes I(row), the row of the point serving now, and answers which of its use cases it
+    leaves undecided against the other points' rows (within noise of what it must beat) or leads, and the benchmark that
+    repeats their deciding cells while the point still serves, up to I(max_repeats) more runs per use case. Changes
+    nothing.
   - Bad sweep settings fail naming the variable (spec_sweep_grid, spec_sweep_configs, spec_sweep_search,
     spec_sweep_tolerance, model_weights_drafters) and the fix.
   - Every answer lists I(drafters), the drafters the points need besides the weights stage's own, once each; the
@@ -52,9 +58,9 @@ author: specgate
 options:
   state:
     description: C(manifest) to record or check the sweep's manifest, C(next) for the point to launch next,
-      C(report) to write the report.
+      C(repeats) for the repeats the serving point's row wants, C(report) to write the report.
     type: str
-    choices: [next, report, manifest]
+    choices: [next, report, manifest, repeats]
     default: next
   dir:
     description: The sweep's directory on the controller, where its rows are and the report goes.
@@ -113,6 +119,14 @@ options:
     description: The host swept, for the report's title (C(state=report)).
     type: str
     default: ""
+  row:
+    description: With C(state=repeats), the serving point's row so far (its benchmark's, with any repeats taken).
+    type: dict
+  max_repeats:
+    description: With C(state=repeats), the most runs added to one use case's deciding cells (spec_sweep_max_repeats);
+      0 turns repeats off.
+    type: int
+    default: 9
   plot_by:
     description: What labels a series in the plots (C(state=report)) - empty, each config's name; else the point's
       settings (C(algorithm), C(block_size), C(budget), C(topk), C(window), C(parallel), C(drafter)) or
@@ -239,6 +253,25 @@ notes:
   type: list
   elements: str
   returned: state=next
+wanted:
+  description: With C(state=repeats), per use case metric the point leaves undecided, how many more runs to take
+    now; empty when nothing is to be repeated.
+  type: dict
+  returned: state=repeats
+runs:
+  description: With C(state=repeats), the runs of the repeat benchmark (0 - nothing to repeat).
+  type: int
+  returned: state=repeats
+contexts:
+  description: With C(state=repeats), the context lengths (tokens) of the wanted metrics' deciding cells.
+  type: list
+  elements: int
+  returned: state=repeats
+concurrency:
+  description: With C(state=repeats), the concurrency levels of the wanted metrics' deciding cells.
+  type: list
+  elements: int
+  returned: state=repeats
 winners:
   description: Per use case, the pick with its notes, inventory snippet and out-of-distribution warning.
   type: dict
@@ -262,7 +295,7 @@ files:
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
-            "state": {"type": "str", "choices": ["next", "report", "manifest"], "default": "next"},
+            "state": {"type": "str", "choices": ["next", "report", "manifest", "repeats"], "default": "next"},
             "dir": {"type": "path", "required": True},
             "grid": {"type": "raw"},
             "configs": {"type": "list", "elements": "dict", "default": []},
@@ -276,12 +309,15 @@ def main() -> None:
             "sweep_id": {"type": "str", "default": "sweep"},
             "host": {"type": "str", "default": ""},
             "plot_by": {"type": "list", "elements": "str", "default": []},
+            "row": {"type": "dict"},
+            "max_repeats": {"type": "int", "default": 9},
         },
         supports_check_mode=True,
     )
     p = module.params
     directory = Path(p["dir"])
     try:
+        check_max_repeats(p["max_repeats"])
         weights_drafter = drafter_of(p["weights_drafter"])
         points = points_of(p["grid"], p["configs"], weights_drafter=weights_drafter, catalog=p["drafters_catalog"])
         manifest = build(points, p["conditions"])
@@ -297,6 +333,12 @@ def main() -> None:
         rows = load_rows(directory) if directory.is_dir() else []
         listed = [describe(q, weights_drafter, conditions) for q in points]
         drafters = sweep_drafters(points, weights_drafter)
+        if p["state"] == "repeats":
+            if not p["row"]:
+                module.fail_json(msg="spec_sweep_state: state=repeats needs row (the serving point's row).")
+            planned = repeat_plan(points, rows, p["row"], max_repeats=p["max_repeats"], tolerance=p["tolerance"],
+                                  conditions=conditions)  # fmt: skip
+            module.exit_json(changed=False, points=listed, drafters=drafters, **planned)
         if p["state"] == "report":
             written = report(directory, p["sweep_id"], p["host"], points, rows, search=p["search"],
                              tolerance=p["tolerance"], write=not module.check_mode, conditions=conditions,

@@ -43,7 +43,9 @@ import sweep_search_v2  # noqa: E402 - the frozen v2 search and pick, the refere
 from ansible.module_utils.specgate.sweep.grid import Point, expand  # noqa: E402 - needs the path set above
 from ansible.module_utils.specgate.sweep.plots import write_plots  # noqa: E402
 from ansible.module_utils.specgate.sweep.progress import progress_line  # noqa: E402
+from ansible.module_utils.specgate.sweep.repeats import DEFAULT_MAX_REPEATS  # noqa: E402
 from ansible.module_utils.specgate.sweep.resume import next_to_launch  # noqa: E402
+from ansible.module_utils.specgate.sweep.run import repeat_plan  # noqa: E402
 from ansible.module_utils.specgate.sweep.sweep_report import (  # noqa: E402
     current_rows,
     failed_row,
@@ -52,6 +54,7 @@ from ansible.module_utils.specgate.sweep.sweep_report import (  # noqa: E402
     summarize,
     sweep_document,
     sweep_report_markdown,
+    with_repeats,
 )
 from specgate_sim.specmodel import SpecConfig  # noqa: E402
 from specgate_sim.sweepbench import bench_result  # noqa: E402
@@ -63,6 +66,10 @@ TRAINED_BLOCK_SIZE = 8  # the field notes' drafter (kimi-k26-dflash-b8): bs16 dr
 SETS = ("code", "math", "chat")
 CONTEXTS = (512, 32768)
 CONCURRENCY = (1, 64)
+
+
+# More runs of a serving point's use cases (metric -> runs wanted), measured: metric -> values.
+Repeat = Callable[[Point, Mapping[str, int]], Mapping[str, list[float]]]
 
 
 @dataclass
@@ -89,10 +96,13 @@ def sim_launch(point: Point, runs: int, seed: int = 0) -> dict:
 
 def run_mode(points: Sequence[Point], launch: Callable[[Point], dict], *, search: bool, tolerance: float,
              rows: Sequence[Mapping] = (), resolve: Callable[[Point], str | None] | None = None,
-             say: Callable[[str], None] | None = None) -> ModeResult:  # fmt: skip
+             say: Callable[[str], None] | None = None, max_repeats: int = 0,
+             repeat: Repeat | None = None) -> ModeResult:  # fmt: skip
     """The sweep's loop as the playbook runs it: every point resolved first (a rejected one recorded, never launched),
     then one launch at a time, each chosen from the rows so far; a launch that fails is recorded and the loop goes on.
-    ``resolve`` answers SGLang's rejection message or None; ``say`` gets the progress line as each point starts."""
+    ``resolve`` answers SGLang's rejection message or None; ``say`` gets the progress line as each point starts.
+    With ``max_repeats`` and ``repeat`` (point, metric -> runs wanted: metric -> values), each launched point takes
+    its repeats while it serves, round by round as the playbook asks (run.repeat_plan)."""
     result = ModeResult("search" if search else "exhaustive", rows=[dict(r) for r in rows])
     started = time.monotonic()
     if resolve is not None:
@@ -118,6 +128,11 @@ def run_mode(points: Sequence[Point], launch: Callable[[Point], dict], *, search
             row = launch(step.point)
         except Exception as error:  # any failure to start or benchmark is that point's row
             row = failed_row(step.point.name, None, f"{type(error).__name__}: {error}", step.point.key())
+        while repeat is not None and max_repeats > 0:
+            wanted = repeat_plan(points, result.rows, row, max_repeats=max_repeats, tolerance=tolerance)["wanted"]
+            if not wanted:
+                break
+            row = with_repeats(row, repeat(step.point, wanted))
         durations.append(time.monotonic() - began)
         result.rows.append(row)
     result.wall_s = time.monotonic() - started
@@ -147,10 +162,14 @@ def winner_names(result: ModeResult) -> dict[str, str | None]:
 class FamilyRun:
     launches: int
     launchable: int
+    runs: int  # benchmark runs of a use case's cells taken in all (a launch's runs, plus its repeats)
     shortfalls: dict[str, float]  # metric -> how far below the true best the pick truly is
+    max_of_means: dict[str, float] = field(default_factory=dict)  # the same rows judged by the plain max of means
 
 
-FAMILY_MODES = ("exhaustive", "exhaustive-v2pick", "v2 search", "search")
+# Each mode as the sweep runs it, by the sweep's own pick; "+repeats": with repeats while launched
+# (spec_sweep_max_repeats); v2's search and the whole grid judged by v2's pick are the references.
+FAMILY_MODES = ("exhaustive", "exhaustive+repeats", "exhaustive-v2pick", "v2 search", "search", "search+repeats")
 
 
 def _v2_search(points: Sequence[Point], launch: Callable[[Point], dict], rejected: set[str],
@@ -168,12 +187,20 @@ def _v2_search(points: Sequence[Point], launch: Callable[[Point], dict], rejecte
             rows[point.name] = failed_row(point.name, None, str(error), point.key())
 
 
-def family_run(points: Sequence[Point], surf, mode: str, *, tolerance: float, runs: int) -> FamilyRun:
+def _max_of_means(rows: Sequence[Mapping], metric: str) -> str | None:
+    ran = [r for r in rows if r.get("status") == "ok" and (r.get("per_run") or {}).get(metric)]
+    return max(ran, key=lambda r: sum(r["per_run"][metric]) / len(r["per_run"][metric]))["name"] if ran else None
+
+
+def family_run(points: Sequence[Point], surf, mode: str, *, tolerance: float, runs: int,
+               max_repeats: int = 0) -> FamilyRun:  # fmt: skip
     """One mode on one surface (sweep_surfaces.py), each launch under its own noise: exhaustive and search as the
-    sweep runs them (picks by robust_winners); v2's search and pick as they shipped (the frozen sweep_search_v2.py),
-    and the exhaustive grid judged by v2's pick: the references they are measured against."""
+    sweep runs them (picks by robust_winners), with repeats while launched in the "+repeats" modes; v2's search and
+    pick as they shipped (the frozen sweep_search_v2.py), and the exhaustive grid judged by v2's pick: the
+    references they are measured against."""
     launcher = Launcher(surf, runs, seed=FAMILY_MODES.index(mode))
     launchable = [p.name for p in points if p.name not in surf.rejected]
+    means: dict[str, float] = {}
     if mode == "v2 search":
         ok = {r["name"]: r for r in _v2_search(points, launcher, set(surf.rejected), tolerance)}
         picks = {m: sweep_search_v2.v2_pick(ok, m, tolerance) for m in METRICS}
@@ -181,19 +208,34 @@ def family_run(points: Sequence[Point], surf, mode: str, *, tolerance: float, ru
         def resolve(point: Point) -> str | None:
             return "refused before launch" if point.name in surf.rejected else None
 
-        result = run_mode(points, launcher, search=mode == "search", tolerance=tolerance, resolve=resolve)
+        repeats = max_repeats if mode.endswith("+repeats") else 0
+        result = run_mode(points, launcher, search=mode.startswith("search"), tolerance=tolerance, resolve=resolve,
+                          max_repeats=repeats, repeat=launcher.repeat)  # fmt: skip
         if mode == "exhaustive-v2pick":
             ok = {r["name"]: r for r in result.rows if r.get("status") == "ok"}
             picks = {m: sweep_search_v2.v2_pick(ok, m, tolerance) for m in METRICS}
         else:
             picks = {w["metric"]: w["name"] for w in result.winners.values()}
-    return FamilyRun(launcher.count, len(launchable),
-                     {m: shortfall(surf, m, picks.get(m), launchable) for m in METRICS})  # fmt: skip
+            means = {m: shortfall(surf, m, _max_of_means(result.rows, m), launchable) for m in METRICS}
+    return FamilyRun(launcher.count, len(launchable), launcher.runs_taken,
+                     {m: shortfall(surf, m, picks.get(m), launchable) for m in METRICS}, means)  # fmt: skip
 
 
-def family(surfaces: int, *, tolerance: float, runs: int, noise: float, first_seed: int = 1000) -> dict:
-    """Both modes on ``surfaces`` seeded surfaces per grid shape: per shape and mode, the share of (surface, use case)
-    pairs whose pick is within 1 % of the true best, the median and worst launch ratio, the worst shortfall."""
+def _summary(points: int, mode_runs: Sequence[FamilyRun], falls_of: Callable[[FamilyRun], Mapping[str, float]]) -> dict:
+    falls = [f for r in mode_runs for f in falls_of(r).values()]
+    ratios = sorted(r.launches / r.launchable for r in mode_runs)
+    per_launch = sorted(r.runs / max(r.launches, 1) for r in mode_runs)
+    return {"points": points, "within_1pct": sum(f <= 0.01 for f in falls) / len(falls),
+            "median_launch_ratio": ratios[len(ratios) // 2], "worst_launch_ratio": ratios[-1],
+            "worst_shortfall": max(falls), "mean_shortfall": sum(falls) / len(falls),
+            "runs_per_launch": per_launch[len(per_launch) // 2]}  # fmt: skip
+
+
+def family(surfaces: int, *, tolerance: float, runs: int, noise: float, first_seed: int = 1000,
+           max_repeats: int = 6) -> dict:  # fmt: skip
+    """Every mode on ``surfaces`` seeded surfaces per grid shape: per shape and mode, the share of (surface, use case)
+    pairs whose pick is within 1 % of the true best, the median and worst launch ratio, the worst and mean shortfall,
+    the median runs per launch; for the sweep's own modes also the same rows judged by the plain max of means."""
     out: dict[str, dict[str, dict[str, float]]] = {}
     for shape in GRIDS:
         points = grid_points(shape)
@@ -201,23 +243,24 @@ def family(surfaces: int, *, tolerance: float, runs: int, noise: float, first_se
         for index in range(surfaces):
             surf = surface(points, first_seed + index, noise=noise)
             for mode in FAMILY_MODES:
-                done[mode].append(family_run(points, surf, mode, tolerance=tolerance, runs=runs))
+                done[mode].append(family_run(points, surf, mode, tolerance=tolerance, runs=runs,
+                                             max_repeats=max_repeats))  # fmt: skip
         out[shape] = {}
         for mode, mode_runs in done.items():
-            falls = [f for r in mode_runs for f in r.shortfalls.values()]
-            ratios = sorted(r.launches / r.launchable for r in mode_runs)
-            out[shape][mode] = {"points": len(points), "within_1pct": sum(f <= 0.01 for f in falls) / len(falls),
-                                "median_launch_ratio": ratios[len(ratios) // 2], "worst_launch_ratio": ratios[-1],
-                                "worst_shortfall": max(falls)}  # fmt: skip
+            out[shape][mode] = _summary(len(points), mode_runs, lambda r: r.shortfalls)
+            if all(r.max_of_means for r in mode_runs):
+                out[shape][f"{mode} (max of means)"] = _summary(len(points), mode_runs, lambda r: r.max_of_means)
     return out
 
 
 def print_family(results: dict) -> None:
-    print(f"{'grid':>5} {'mode':>17} {'within 1 %':>10} {'launches median':>16} {'worst':>6} {'worst shortfall':>16}")
+    print(f"{'grid':>5} {'mode':>37} {'within 1 %':>10} {'launches median':>16} {'worst':>6} "
+          f"{'shortfall mean':>15} {'worst':>6} {'runs/launch':>11}")  # fmt: skip
     for modes in results.values():
         for mode, m in modes.items():
-            print(f"{m['points']:>5} {mode:>17} {m['within_1pct']:>10.2f} {m['median_launch_ratio']:>15.2f}x "
-                  f"{m['worst_launch_ratio']:>5.2f}x {m['worst_shortfall']:>15.1%}")  # fmt: skip
+            print(f"{m['points']:>5} {mode:>37} {m['within_1pct']:>10.2f} {m['median_launch_ratio']:>15.2f}x "
+                  f"{m['worst_launch_ratio']:>5.2f}x {m['mean_shortfall']:>15.2%} {m['worst_shortfall']:>6.1%} "
+                  f"{m['runs_per_launch']:>11.1f}")  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -231,9 +274,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--surfaces", type=int, default=0,
                         help="instead: both modes on this many seeded surfaces per grid shape (sweep_surfaces.py)")
     parser.add_argument("--noise", type=float, default=0.03, help="with --surfaces: each run's noise (fraction)")
+    parser.add_argument("--max-repeats", type=int, default=DEFAULT_MAX_REPEATS,
+                        help="with --surfaces: the +repeats modes' spec_sweep_max_repeats")
     args = parser.parse_args(argv)
     if args.surfaces:
-        results = family(args.surfaces, tolerance=args.tolerance, runs=args.runs, noise=args.noise)
+        results = family(args.surfaces, tolerance=args.tolerance, runs=args.runs, noise=args.noise,
+                         max_repeats=args.max_repeats)
         print_family(results)
         if args.json:
             args.json.write_text(json.dumps(results, indent=1))

@@ -112,19 +112,29 @@ class Launcher:
         self.runs = runs
         self.rng = random.Random(f"{surf.seed}-{seed}-launches")
         self.count = 0
+        self.runs_taken = 0  # runs of a use case's cells, per metric: a launch's runs, plus its repeats
 
     def measure(self, point: Point, runs: int) -> dict[str, list[float]]:
         truth = self.surface.truth[point.name]
         return {m: [truth[m] * (1.0 + self.rng.gauss(0.0, self.surface.noise)) for _ in range(runs)]
                 for m in METRICS}  # fmt: skip
 
+    def repeat(self, point: Point, wanted: Mapping[str, int]) -> dict[str, list[float]]:
+        """More runs of some use cases' cells while the point serves (no new launch): each with its own noise."""
+        truth = self.surface.truth[point.name]
+        self.runs_taken += max(wanted.values(), default=0)
+        return {m: [truth[m] * (1.0 + self.rng.gauss(0.0, self.surface.noise)) for _ in range(n)]
+                for m, n in wanted.items()}  # fmt: skip
+
     def __call__(self, point: Point) -> dict:
         self.count += 1
         if point.name in self.surface.crashes:
             raise RuntimeError(f"{point.name} did not become ready (crashed on start)")
         per_run = self.measure(point, self.runs)
+        self.runs_taken += self.runs
         return {"name": point.name, "release": f"r-{point.name}", "failed": False, "status": "ok",
                 "bench_complete": True, "point": point.key(), "cost": list(point.cost()), "per_run": per_run,
+                "shape": {"shortest_context": 512, "longest_context": 32768, "concurrency": [1, 64]},
                 **{m: sum(v) / len(v) for m, v in per_run.items()}}  # fmt: skip
 
 

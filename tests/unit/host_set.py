@@ -42,6 +42,7 @@ CONTROLLER_ONLY = {
     "test_sweep_pick": "the sweep picks its winners on the controller",
     "test_sweep_plots": "matplotlib draws the sweep report on the controller",
     "test_sweep_progress": "the sweep's progress lines are printed on the controller",
+    "test_sweep_repeats": "the sweep's repeats are planned on the controller (library/spec_sweep_state)",
     "test_sweep_report": "the sweep report is written on the controller",
     "test_sweep_run": "the sweep's loop and report run on the controller (library/spec_sweep_state delegates there)",
     "test_sweep_resume": "drives the sweep (controller-side) through scripts/bench_sweep_search.py and the sim",

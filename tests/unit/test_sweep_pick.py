@@ -50,3 +50,17 @@ def test_a_bad_tolerance_is_refused_and_nothing_to_pick_is_no_winner():
     with pytest.raises(ValueError, match="tolerance"):
         pick({"a": [1.0]}, tolerance=1.5)
     assert pick({"a": []}).winner is None
+
+
+def test_a_cheaper_config_wins_only_when_its_runs_put_it_within_tolerance_with_confidence():
+    """Both cheaper configs measure 0.5 % below the best: the one whose runs are tight wins; with runs as noisy as
+    3 % the best stays the winner (the cheaper one may truly be further below), and it is said to be within noise."""
+    cost = {"big": (17, 4, 8), "small": (9, 4, 8)}
+    tight = pick({"big": [200.0, 200.2, 199.8], "small": [199.0, 199.2, 198.8]}, cost)
+    assert tight.winner == "small"
+    noisy = pick({"big": [194.0, 200.0, 206.0], "small": [193.0, 199.0, 205.0]}, cost)
+    assert noisy.winner == "big"
+    assert noisy.within_noise == ("small",)
+    # More runs of the same spread narrow the mean's interval: the cheaper config is confidently within again.
+    many = pick({"big": [194.0, 200.0, 206.0] * 12, "small": [193.0, 199.0, 205.0] * 12}, cost, tolerance=0.02)
+    assert many.winner == "small"

@@ -19,8 +19,10 @@ from typing import Any
 from ansible.module_utils.specgate.sweep.grid import Drafter, GridError, Point, expand, parse_drafter
 from ansible.module_utils.specgate.sweep.pick import DEFAULT_TOLERANCE
 from ansible.module_utils.specgate.sweep.progress import progress_line
+from ansible.module_utils.specgate.sweep.repeats import repeats_wanted
 from ansible.module_utils.specgate.sweep.resume import next_to_launch, plan, row_file, status
 from ansible.module_utils.specgate.sweep.sweep_report import (
+    deciding_cells,
     robust_winners,
     sweep_document,
     sweep_report_markdown,
@@ -258,6 +260,27 @@ def next_step(points: Sequence[SweepPoint], rows: Sequence[Mapping], *, search: 
         progress = progress_line(index, len(launchable), point.name, elapsed_s, durations, search=search)
     return Step(point, index, len(launchable), progress, tuple(finished), skipped, failed, dict(resumed.redo), pruned,
                 notes)  # fmt: skip
+
+
+def check_max_repeats(max_repeats: int) -> None:
+    if max_repeats < 0:
+        raise SweepInputError(f"spec_sweep_max_repeats: {max_repeats!r} must be 0 (no repeats while a point serves) "
+                              "or more, the most runs added to a use case's deciding cells.")  # fmt: skip
+
+
+def repeat_plan(points: Sequence[SweepPoint], rows: Sequence[Mapping], row: Mapping, *, max_repeats: int,
+                tolerance: float = DEFAULT_TOLERANCE, conditions: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """The next round of repeats of ``row``'s point while it serves (repeats.py), against the other points' rows that
+    count under these conditions: ``wanted`` (metric -> more runs), and the benchmark that takes them in one call,
+    the union of the wanted metrics' deciding cells (``contexts`` in tokens, ``concurrency``) over ``runs`` runs.
+    Nothing wanted: ``runs`` is 0."""
+    check_max_repeats(max_repeats)
+    finished = plan(points, rows, conditions).finished
+    wanted = repeats_wanted(row, finished, max_repeats=max_repeats, tolerance=tolerance)
+    cells = [deciding_cells(row, metric) for metric in wanted]
+    return {"wanted": wanted, "runs": max(wanted.values(), default=0),
+            "contexts": sorted({c for cell in cells for c in cell["contexts"]}),
+            "concurrency": sorted({c for cell in cells for c in cell["concurrency"]})}  # fmt: skip
 
 
 def report(directory: Path, sweep_id: str, host: str, points: Sequence[SweepPoint], rows: Sequence[Mapping], *,

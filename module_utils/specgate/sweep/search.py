@@ -81,14 +81,19 @@ def _log_topk(point: Point) -> float:
     return math.log2(point.topk or 1)
 
 
+def relative_spread(scores: Scores, metric: str | None = None) -> float:
+    """One run's spread relative to its mean, pooled: the median over every measured value that ran more than once
+    (three runs say little about one point's own spread), of ``metric`` only when given."""
+    spreads = [m.spread / m.mean for values in scores.values() if values for name, m in values.items()
+               if m.runs > 1 and m.mean > 0 and metric in (None, name)]  # fmt: skip
+    return statistics.median(spreads) if spreads else NOISE_WHEN_UNKNOWN
+
+
 def relative_noise(scores: Scores) -> float:
-    """The standard error of a point's mean, relative to it: the median relative spread of every measured value over
-    the square root of the runs (pooled: three runs say little about one point's own spread)."""
-    spreads = [m.spread / m.mean for values in scores.values() if values for m in values.values()
-               if m.runs > 1 and m.mean > 0]  # fmt: skip
+    """The standard error of a point's mean, relative to it: the pooled relative spread over the square root of the
+    median number of runs."""
     runs = [m.runs for values in scores.values() if values for m in values.values()]
-    spread = statistics.median(spreads) if spreads else NOISE_WHEN_UNKNOWN
-    return spread / math.sqrt(statistics.median(runs) if runs else 1)
+    return relative_spread(scores) / math.sqrt(statistics.median(runs) if runs else 1)
 
 
 def curve_bound(at: float, measured: Sequence[tuple[float, float]], noise: float) -> float:

@@ -11,7 +11,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ansible.module_utils.specgate.sweep.pick import DEFAULT_TOLERANCE, pick
+from ansible.module_utils.specgate.sweep.pick import DEFAULT_TOLERANCE, pick, score
 
 USE_CASES = (
     ("latency", "per-user output tok/s at the lowest concurrency, shortest context", "speed_c1_short"),
@@ -72,6 +72,55 @@ def _use_case_values(cells: Sequence[Mapping], shortest: int, longest: int, lowe
         "accept_long": _mean([c["accept_length_request"] for c in cells if c["context_tokens"] == longest]),
         "tok_s_cmax": _mean([c["output_tok_s"] for c in cells if c["concurrency"] == highest]),
     }
+
+
+def repeat_values(row: Mapping, bench: Mapping, metrics: Sequence[str]) -> dict[str, list[float]]:
+    """Per metric in ``metrics``, its value in each run of a repeat benchmark (spec_bench's result over the point's
+    deciding cells only), judged on the corners of the point's first benchmark (``row['shape']``), not the repeat's."""
+    shape = row["shape"]
+    lowest, highest = shape["concurrency"]
+    out: dict[str, list[float]] = {metric: [] for metric in metrics}
+    for run in bench["runs"]:
+        cells = [c for c in run["cells"] if c.get("context_tokens")]
+        values = _use_case_values(cells, shape["shortest_context"], shape["longest_context"], lowest, highest)
+        for metric in metrics:
+            if values.get(metric) is None:
+                raise ValueError(f"config {row['name']}: the repeat benchmark has no cell deciding {metric}")
+            out[metric].append(values[metric])
+    return out
+
+
+def with_repeats(row: Mapping, values: Mapping[str, Sequence[float]]) -> dict:
+    """``row`` with more runs of some use case metrics: each metric's runs extended, its mean over all of them, and
+    ``repeats`` counting the runs added per metric."""
+    out = dict(row)
+    per_run = {metric: list(runs) for metric, runs in (row.get("per_run") or {}).items()}
+    repeats = dict(row.get("repeats") or {})
+    for metric, more in values.items():
+        per_run[metric] = per_run.get(metric, []) + [float(v) for v in more]
+        repeats[metric] = int(repeats.get(metric, 0)) + len(more)
+        out[metric] = statistics.fmean(per_run[metric])
+    out["per_run"] = per_run
+    out["repeats"] = repeats
+    return out
+
+
+def deciding_cells(row: Mapping, metric: str) -> dict[str, list[int]]:
+    """The benchmark matrix's contexts and concurrency levels a use case metric is judged on (its prompt sets are
+    all of them): latency on the shortest context at the lowest concurrency, long-context acceptance on the longest
+    context at every level, throughput at the highest level on every context."""
+    shape = row["shape"]
+    lowest, highest = shape["concurrency"]
+    contexts = sorted({c["context_tokens"] for c in row.get("cells") or []}) or [shape["shortest_context"],
+                                                                                shape["longest_context"]]
+    levels = sorted({c["concurrency"] for c in row.get("cells") or []}) or [lowest, highest]
+    if metric == "speed_c1_short":
+        return {"contexts": [shape["shortest_context"]], "concurrency": [lowest]}
+    if metric == "accept_long":
+        return {"contexts": [shape["longest_context"]], "concurrency": levels}
+    if metric == "tok_s_cmax":
+        return {"contexts": contexts, "concurrency": [highest]}
+    raise ValueError(f"{metric!r} is not a use case metric ({', '.join(m for _k, _d, m in USE_CASES)})")
 
 
 def _cell_means(cells: Sequence[Mapping], gpus: int) -> list[dict]:
@@ -285,6 +334,14 @@ def inventory_snippet(row: Mapping) -> str:
     return yaml.safe_dump(values, sort_keys=True, default_flow_style=False).rstrip()
 
 
+def interval_line(row: Mapping, metric: str) -> str:
+    """A config's mean of ``metric`` with its ~95 % interval and runs, and the runs repeated while it served."""
+    scored = score(row["name"], _runs_of(row, metric))
+    repeated = int((row.get("repeats") or {}).get(metric, 0))
+    more = f", {repeated} of them repeated while it served (within noise of the best)" if repeated else ""
+    return f"{row['name']}: {scored.mean:.4g} ± {scored.dispersion:.2g} over {scored.runs} run(s){more}"
+
+
 def sweep_report_markdown(sweep_id: str, host: str, rows: Sequence[Mapping], best: Mapping[str, Mapping], *,
                           plots: Sequence[str] = (), launches: Mapping | None = None) -> str:  # fmt: skip
     """sweep.md: the winners (robust pick, with ties and noise said), how to deploy each, the rows, the plots.
@@ -303,6 +360,8 @@ def sweep_report_markdown(sweep_id: str, host: str, rows: Sequence[Mapping], bes
         lines.append(f"## {key}: {win['name'] or 'no winner'}")
         for note in win.get("notes", []):
             lines.append(f"- {note}")
+        for name in [win["name"], *win.get("within_noise", [])] if win["name"] else []:
+            lines.append(f"- {interval_line(by_name[name], _metric)}")
         row = by_name.get(win["name"] or "")
         if row is not None:
             drafter = drafter_line(row)

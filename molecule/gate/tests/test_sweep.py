@@ -1,11 +1,11 @@
 """A sweep on the gate host: a config is deployed and benchmarked, a second crashes on start and is recorded with
 its reason; rows land on the controller as each finishes; known-good serves again at the end.
 
-Then a grid (Sweep v2): three points run, one crashes on start, two are refused before launch (DDTREE on an engine
-without the DDTree patch by specgate's settings check, a missing drafter by SGLang's own) and never launched; the
-report has its plots. A re-run of the grid's id after a kill mid-bench launches only the interrupted point; stopped
-with Ctrl-C while that point serves and run again, it restores known-good (never promoting the point) and measures
-it once more."""
+Then a grid (Sweep v2), searched: three points run, one crashes on start, two are refused before launch (DDTREE on
+an engine without the DDTree patch by specgate's settings check, a missing drafter by SGLang's own) and never
+launched; the report has its plots and says which neighbours confirm each winner. A re-run of the grid's id after a
+kill mid-bench launches only the interrupted point; stopped with Ctrl-C while that point serves and run again, it
+restores known-good (never promoting the point) and measures it once more."""
 
 from __future__ import annotations
 
@@ -157,7 +157,7 @@ GRID_FILES = ("dflash-bs8.json", "dflash-bs8-crash.json", "dflash-bs16.json", "b
 def grid_sweep(tmp_path_factory):
     private = tmp_path_factory.mktemp("grid")
     reports = private / "reports"
-    run = run_sweep(private, reports, {"spec_sweep_id": "grid", "spec_sweep_grid": GRID})
+    run = run_sweep(private, reports, {"spec_sweep_id": "grid", "spec_sweep_grid": GRID, "spec_sweep_search": True})
     out = reports / "specgate-gate" / "sweeps" / "grid"
     return run, out, private, reports, {name: (out / name).read_text() for name in GRID_FILES if (out / name).exists()}
 
@@ -198,10 +198,11 @@ def test_the_grid_sweep_runs_its_points_skips_the_rejected_one_and_restores_know
 def test_the_grid_sweep_prints_its_progress_as_each_point_starts(grid_sweep):
     run, *_ = grid_sweep
     stdout = " ".join("".join(e.get("stdout", "") for e in run.events).split())  # the callback wraps long lines
-    assert "sweep point 1 of 4: dflash-bs8; elapsed" in stdout
-    assert "sweep point 2 of 4: dflash-bs8-crash" in stdout
-    assert "sweep point 3 of 4: dflash-bs16" in stdout
-    assert "sweep point 4 of 4: nospec" in stdout
+    # Searched: both ends of the DFlash chain (block sizes 8 and 16) first, then the lines of one point.
+    assert "sweep point 1 of at most 4: dflash-bs8; elapsed" in stdout
+    assert "sweep point 2 of at most 4: dflash-bs16" in stdout
+    assert "sweep point 3 of at most 4: dflash-bs8-crash" in stdout
+    assert "sweep point 4 of at most 4: nospec" in stdout
     assert "ETA after the first launch" in stdout
     assert "launch(es) measured" in stdout
     assert "bs8-b4-t4; elapsed" not in stdout  # rejected: never launched
@@ -217,7 +218,14 @@ def test_the_grid_report_has_winners_inventory_snippets_and_plots(grid_sweep):
         algorithm = "none" if win["name"] == "nospec" else "DFLASH"
         assert f"sglang_service_algorithm: {algorithm}" in win["inventory"]
     assert report["launches"]["launched"] == 4
+    # The search's verification: every use case's best has its neighbours measured, or bounded below it.
+    assert report["launches"]["mode"] == "search"
+    for metric in ("speed_c1_short", "accept_long", "tok_s_cmax"):
+        assert any(note.startswith(f"{metric}: the best, ") and ("has every neighbour measured" in note
+                                                                 or "is confirmed by its neighbours" in note)
+                   for note in report["launches"]["notes"]), report["launches"]["notes"]  # fmt: skip
     markdown = (out / "sweep.md").read_text()
+    assert " run(s)" in markdown, "each winner's mean with its interval and runs (repeats while launched included)"
     assert "## Skipped" in markdown
     assert "bs8-b4-t4" in markdown
     for plot in report["plots"]:
@@ -249,11 +257,11 @@ def test_a_killed_sweep_relaunches_only_its_unfinished_point_and_never_promotes_
                 and json.loads((out / "dflash-bs16.json").read_text() or "{}").get("status") == "started")  # fmt: skip
 
     (private / "cut").mkdir()
-    cut = run_sweep(private / "cut", reports, {"spec_sweep_id": "grid", "spec_sweep_grid": GRID},
-                    cancel_callback=point_serves)  # fmt: skip
+    cut = run_sweep(private / "cut", reports, {"spec_sweep_id": "grid", "spec_sweep_grid": GRID,
+                                               "spec_sweep_search": True}, cancel_callback=point_serves)  # fmt: skip
     assert cut.status == "canceled", cut.stdout.read()[-3000:]
     stdout = " ".join("".join(e.get("stdout", "") for e in cut.events).split())  # the callback wraps long lines
-    assert "sweep point 4 of 4: dflash-bs16" in stdout  # three of the four launchable points are finished
+    assert "sweep point 4 of at most 4: dflash-bs16" in stdout  # three of the four launchable points are finished
     assert stdout.count("sweep point ") == 1, "only the interrupted point is launched again"
     trial = pointer(host, "active")
     assert trial != known_good
@@ -262,6 +270,7 @@ def test_a_killed_sweep_relaunches_only_its_unfinished_point_and_never_promotes_
 
     (private / "again").mkdir()
     again = run_sweep(private / "again", reports, {"spec_sweep_id": "grid", "spec_sweep_grid": GRID,
+                                                   "spec_sweep_search": True,
                                                    "spec_gate_unsettled_policy": "gate"})  # fmt: skip
     assert again.status == "successful", again.stdout.read()[-4000:]
     stdout = " ".join("".join(e.get("stdout", "") for e in again.events).split())
@@ -273,7 +282,7 @@ def test_a_killed_sweep_relaunches_only_its_unfinished_point_and_never_promotes_
     assert pointer(host, "active") == known_good
     assert not host.file("/opt/specgate/trial").is_symlink
     assert stdout.count("sweep point ") == 1, "the interrupted point is measured again, once"
-    assert "sweep point 4 of 4: dflash-bs16" in stdout
+    assert "sweep point 4 of at most 4: dflash-bs16" in stdout
     for name in GRID_FILES:
         if name != "dflash-bs16.json":
             assert (out / name).read_text() == first[name], f"{name} was rewritten"

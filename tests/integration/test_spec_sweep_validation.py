@@ -104,6 +104,8 @@ GRID_CASES = {
                             "spec_sweep_search needs spec_sweep_grid"),
     "tolerance": ({"spec_sweep_grid": GRID, "spec_sweep_tolerance": 1.5},
                   "spec_sweep_tolerance: 1.5 must be a fraction"),
+    "misspelled": ({"spec_sweep_grid": GRID, "spec_sweep_idd": "fn"},
+                   "spec_sweep_idd: did you mean spec_sweep_id?"),
     "max_repeats": ({"spec_sweep_grid": GRID, "spec_sweep_max_repeats": -1},
                     "spec_sweep_max_repeats: -1 must be 0 (no repeats while a point serves) or more"),
 }  # fmt: skip

@@ -338,7 +338,7 @@ def interval_line(row: Mapping, metric: str) -> str:
     """A config's mean of ``metric`` with its ~95 % interval and runs, and the runs repeated while it served."""
     scored = score(row["name"], _runs_of(row, metric))
     repeated = int((row.get("repeats") or {}).get(metric, 0))
-    more = f", {repeated} of them repeated while it served (within noise of the best)" if repeated else ""
+    more = f", {repeated} of them repeated while it served" if repeated else ""
     return f"{row['name']}: {scored.mean:.4g} ± {scored.dispersion:.2g} over {scored.runs} run(s){more}"
 
 

@@ -19,6 +19,7 @@ CONTROLLER_ONLY = {
     "test_build_wheelhouse": "scripts/build_wheelhouse.py builds the hosts' wheelhouses on the controller",
     "test_converged_image": "scripts/converged_image.py builds the test bed's snapshot on the controller",
     "test_debian_mirror": "scripts/debian_mirror.py runs on the controller",
+    "test_include_loops": "reads playbooks/, roles/ and molecule/ YAML",
     "test_install_collections": "scripts/install_collections.py runs on the controller",
     "test_run_outcome": "module_utils/specgate/common/run_outcome.py backs the summary filters (controller)",
     "test_ranges": "module_utils/specgate/common/ranges.py backs the specgate_range_refusal filter (controller)",

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.specgate.sweep.manifest import MANIFEST_FILE, ON_CHANGE, ManifestChanged, build, settle
+from ansible.module_utils.specgate.sweep.repeats import repeat_rounds
 from ansible.module_utils.specgate.sweep.resume import load_rows
 from ansible.module_utils.specgate.sweep.run import (
     SweepInputError,
@@ -127,6 +128,11 @@ options:
       0 turns repeats off.
     type: int
     default: 9
+  benchmark_runs:
+    description: The runs each point's benchmark takes (spec_gate_runs); with I(max_repeats), how many rounds of
+      repeats a point can take (C(repeat_rounds)).
+    type: int
+    default: 3
   plot_by:
     description: What labels a series in the plots (C(state=report)) - empty, each config's name; else the point's
       settings (C(algorithm), C(block_size), C(budget), C(topk), C(window), C(parallel), C(drafter)) or
@@ -253,6 +259,11 @@ notes:
   type: list
   elements: str
   returned: state=next
+repeat_rounds:
+  description: The most rounds of repeats a point can take while it serves, each doubling its runs from
+    I(benchmark_runs) until I(max_repeats) more are spent (0 - repeats off).
+  type: int
+  returned: state=next
 wanted:
   description: With C(state=repeats), per use case metric the point leaves undecided, how many more runs to take
     now; empty when nothing is to be repeated.
@@ -311,6 +322,7 @@ def main() -> None:
             "plot_by": {"type": "list", "elements": "str", "default": []},
             "row": {"type": "dict"},
             "max_repeats": {"type": "int", "default": 9},
+            "benchmark_runs": {"type": "int", "default": 3},
         },
         supports_check_mode=True,
     )
@@ -366,6 +378,7 @@ def main() -> None:
         redo=dict(step.redo),
         pruned=dict(step.pruned),
         notes=list(step.notes),
+        repeat_rounds=repeat_rounds(p["benchmark_runs"], p["max_repeats"]),
     )
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from ansible.module_utils.specgate.sweep.grid import expand
 from ansible.module_utils.specgate.sweep.manifest import build
+from ansible.module_utils.specgate.sweep.repeats import repeat_rounds
 
 from integration.gate_harness import SMALL_MATRIX, gate_facts, start_sim, systemd_run_stand_in  # noqa: F401 - the stand-in is an autouse fixture of this module
 from integration.preflight_runner import run_play
@@ -59,8 +60,9 @@ def test_a_point_within_noise_repeats_its_latency_cells_in_rounds_while_it_serve
     Path(facts["specgate_release"]["dir"], "launch.yaml").write_text("api-key: gate-test-key\n")
     run = run_play(tmp_path, play, {
         **MATRIX, **facts, "spec_sweep_grid": GRID, "spec_sweep_max_repeats": 9, "_spec_sweep_resolved": [],
+        "spec_gate_bench_crosscheck": True,  # the point's own benchmark cross-checks; its repeats must not
         "_spec_sweep_dir": str(sweep_dir), "_spec_sweep_conditions": CONDITIONS,
-        "_spec_sweep_weights_drafter": None})  # fmt: skip
+        "_spec_sweep_weights_drafter": None, "__spec_sweep_plan": {"repeat_rounds": repeat_rounds(3, 9)}})  # fmt: skip
     assert run.status == "successful", run.failed_tasks()
     plans = [e["event_data"]["res"] for e in run.events if e["event"] == "runner_on_ok"
              and e["event_data"]["task"].startswith("Ask which use cases")]  # fmt: skip
@@ -76,6 +78,7 @@ def test_a_point_within_noise_repeats_its_latency_cells_in_rounds_while_it_serve
         assert job["settings"]["concurrency"] == [1]
         assert {(c["context_tokens"], c["concurrency"]) for r in job["runs"] for c in r["cells"]} == {(128, 1)}
         assert not any(r.get("eval") for r in job["runs"]), "repeats measure speed only: the benchmark ran the eval"
+        assert not any(r.get("crosscheck") for r in job["runs"]), "repeats measure speed only: it cross-checked"
     facts = [e["event_data"]["res"].get("ansible_facts", {}) for e in run.events if e["event"] == "runner_on_ok"]
     rows = [f["_spec_sweep_row"] for f in facts if "_spec_sweep_row" in f]
     assert rows[0] == serving
@@ -97,7 +100,8 @@ def test_repeats_off_ask_nothing_and_run_nothing(tmp_path, sim):
               "vars": {"_spec_sweep_step": 0}}  # fmt: skip
     run = run_play(tmp_path, [{"hosts": "localhost", "gather_facts": False, "tasks": [keep, rounds]}], {
         **gate_facts(tmp_path, sim, "cand", ""), "spec_sweep_grid": GRID, "spec_sweep_max_repeats": 0,
-        "_spec_sweep_dir": str(tmp_path), "_spec_sweep_conditions": CONDITIONS})  # fmt: skip
+        "_spec_sweep_dir": str(tmp_path), "_spec_sweep_conditions": CONDITIONS,
+        "__spec_sweep_plan": {"repeat_rounds": repeat_rounds(3, 0)}})  # fmt: skip
     assert run.status == "successful", run.failed_tasks()
     ran = [e["event_data"]["task"] for e in run.events if e["event"] == "runner_on_ok"]
     assert not [t for t in ran if t.startswith(("Ask which use cases", "Run the benchmark matrix"))], ran

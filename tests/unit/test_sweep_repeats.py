@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from ansible.module_utils.specgate.sweep.grid import expand
-from ansible.module_utils.specgate.sweep.repeats import repeats_wanted, undecided
+from ansible.module_utils.specgate.sweep.repeats import more_runs, repeat_rounds, repeats_wanted, undecided
 from ansible.module_utils.specgate.sweep.run import SweepInputError, repeat_plan
 from ansible.module_utils.specgate.sweep.search import Measured
 from ansible.module_utils.specgate.sweep.sweep_report import deciding_cells, interval_line, repeat_values, with_repeats
@@ -137,3 +137,11 @@ def test_two_use_cases_undecided_share_one_benchmark_of_the_union_of_their_cells
     plan = repeat_plan(POINTS, [first], serving, max_repeats=6, conditions="c1")
     assert plan["wanted"] == {"speed_c1_short": 3, "tok_s_cmax": 3}
     assert (plan["contexts"], plan["concurrency"]) == ([512, 8192], [1, 64])
+
+
+@pytest.mark.parametrize(
+    ("runs", "max_repeats", "rounds"),
+    [(3, 9, 2), (3, 0, 0), (3, -1, 0), (3, 2, 1), (3, 3, 1), (3, 4, 2), (1, 9, 4), (5, 9, 2), (0, 9, 0)],
+)
+def test_the_rounds_a_point_can_take_double_its_runs_until_the_budget(runs, max_repeats, rounds):
+    assert repeat_rounds(runs, max_repeats) == rounds

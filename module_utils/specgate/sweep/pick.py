@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 Z_95 = 1.96  # a normal's two-sided 95 % quantile: the interval a mean is within noise by
@@ -58,12 +58,12 @@ def score(name: str, values: Sequence[float]) -> Scored:
     return Scored(name, mean, Z_95 * error, len(values))
 
 
-def pooled_spread(values: Mapping[str, Sequence[float]]) -> float:
-    """One run's spread relative to its mean, pooled over the configs that ran more than once (the median): three
-    runs say little about one config's own spread. 0 when no config ran twice (nothing to widen by)."""
-    spreads = [statistics.stdev(runs) / statistics.fmean(runs) for runs in values.values()
-               if len(runs) > 1 and statistics.fmean(runs) > 0]  # fmt: skip
-    return statistics.median(spreads) if spreads else 0.0
+def pooled_spread(measured: Iterable[tuple[float, float, int]], unknown: float = 0.0) -> float:
+    """One run's spread relative to its mean, pooled (the median) over ``measured`` (mean, sample standard deviation,
+    runs) that ran more than once: three runs say little about one config's own spread. ``unknown`` when none did.
+    The one statement of the sweep's noise: the pick's confidence and the search's bounds both read it."""
+    spreads = [sd / mean for mean, sd, runs in measured if runs > 1 and mean > 0]
+    return statistics.median(spreads) if spreads else unknown
 
 
 def pick(
@@ -85,7 +85,7 @@ def pick(
     elsewhere = elsewhere or {}
     best = max(scored, key=lambda s: (s.score, -order[s.name]))
     floor = best.score - abs(best.score) * tolerance
-    spread = pooled_spread(values)
+    spread = pooled_spread((statistics.fmean(r), statistics.stdev(r), len(r)) for r in values.values() if len(r) > 1)
 
     def confidently_close(s: Scored) -> bool:
         """Within tolerance of the best; for a config cheaper than the best, with 95 % confidence."""

@@ -28,6 +28,21 @@ from ansible.module_utils.specgate.sweep.sweep_report import USE_CASES
 DEFAULT_MAX_REPEATS = 9
 
 
+def more_runs(runs: int, left: int) -> int:
+    """A round's runs: as many as the use case has (doubling them), within the ``left`` of its budget."""
+    return max(min(left, runs), 0)
+
+
+def repeat_rounds(runs: int, max_repeats: int) -> int:
+    """The most rounds a point can take while it serves: from ``runs`` (the benchmark's), each round doubling its
+    runs (more_runs) until ``max_repeats`` more are spent. 0 with repeats off."""
+    rounds, left = 0, max(max_repeats, 0)
+    while runs > 0 and left > 0:
+        step = more_runs(runs, left)
+        runs, left, rounds = runs + step, left - step, rounds + 1
+    return rounds
+
+
 def _bar(mine: tuple, theirs: tuple, best: float, tolerance: float) -> float:
     """What a point must reach to win against the best other config: the pick takes the cheapest within tolerance."""
     if mine < theirs:
@@ -70,5 +85,5 @@ def repeats_wanted(row: Mapping, finished: Mapping[str, Mapping], *, max_repeats
         bar = _bar(cost[row["name"]], cost[best_name], best.mean, tolerance)
         leads = mine.mean > best.mean  # the best so far: every later point is judged against its mean
         if leads or undecided(mine, best, bar, relative_spread(scores, metric)):
-            wanted[metric] = min(left, mine.runs)
+            wanted[metric] = more_runs(mine.runs, left)
     return wanted

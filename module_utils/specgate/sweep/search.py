@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ansible.module_utils.specgate.sweep.grid import Point
-from ansible.module_utils.specgate.sweep.pick import DEFAULT_TOLERANCE
+from ansible.module_utils.specgate.sweep.pick import DEFAULT_TOLERANCE, pooled_spread
 
 NOISE_WHEN_UNKNOWN = 0.05  # relative spread assumed before any point ran twice
 
@@ -82,11 +82,11 @@ def _log_topk(point: Point) -> float:
 
 
 def relative_spread(scores: Scores, metric: str | None = None) -> float:
-    """One run's spread relative to its mean, pooled: the median over every measured value that ran more than once
-    (three runs say little about one point's own spread), of ``metric`` only when given."""
-    spreads = [m.spread / m.mean for values in scores.values() if values for name, m in values.items()
-               if m.runs > 1 and m.mean > 0 and metric in (None, name)]  # fmt: skip
-    return statistics.median(spreads) if spreads else NOISE_WHEN_UNKNOWN
+    """One run's spread relative to its mean, pooled over every measured value (pick.pooled_spread), of ``metric``
+    only when given."""
+    measured = [(m.mean, m.spread, m.runs) for values in scores.values() if values for name, m in values.items()
+                if metric in (None, name)]  # fmt: skip
+    return pooled_spread(measured, NOISE_WHEN_UNKNOWN)
 
 
 def relative_noise(scores: Scores) -> float:

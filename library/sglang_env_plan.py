@@ -19,7 +19,8 @@ description:
   - Fails, naming the sglang_env_* variable and the fix, on unpinned stack packages, a wheelhouse source
     without a wheelhouse, a git source without a URL or a full commit, sglang asked for twice, malformed
     patch entries, an SGLang release specgate does not render for, or a CUDA toolkit of another lane.
-    Pure computation; supports check mode.
+    Pure computation on the controller only (the role delegates it to localhost), where package lines are read as pip
+    reads them, with packaging.requirements, which ansible-core brings. Supports check mode.
 version_added: "0.1.0"
 author: specgate
 options:

@@ -28,11 +28,17 @@ ROOT = Path(__file__).resolve().parents[2]
         ({"sglang_env_packages": ["sglang==0.5.23.post1"]}, "sglang_env_packages", "is a post-release of 0.5.23"),
         ({"sglang_env_sglang_version": "0.5.22"}, "sglang_env_sglang_version",
          "SGLang 0.5.22 is not a version specgate renders configs for"),
+        # A stated release does not hide what pip installs: the pin is judged too, and must agree.
+        ({"sglang_env_sglang_version": "0.5.23", "sglang_env_packages": ["sglang==0.5.23.post1"]},
+         "sglang_env_packages", "is a post-release of 0.5.23"),
+        ({"sglang_env_sglang_version": "0.5.23", "sglang_env_packages": ["sglang == 0.5.19"]},
+         "sglang_env_sglang_version", "but sglang_env_packages pins sglang==0.5.19"),
         # No pin and no release given: nothing says which release's flags to render.
         ({"sglang_env_packages": ["flashinfer-python==0.7.2"]}, "sglang_env_sglang_version",
          "nothing says which SGLang release"),
     ],
-    ids=["pin-0.5.24", "pin-0.5.23.post1", "release-0.5.22", "no-pin"],
+    ids=["pin-0.5.24", "pin-0.5.23.post1", "release-0.5.22", "release-and-post-pin", "release-and-other-pin",
+         "no-pin"],
 )
 def test_unsupported_sglang_pin_is_refused_by_sglang_env_before_anything_changes(
     tmp_path: Path, pin, name, reason

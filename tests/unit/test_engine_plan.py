@@ -12,8 +12,6 @@ from ansible.module_utils.specgate.cuda.cuda_toolkit import plan as cuda_plan
 from ansible.module_utils.specgate.env.sglang_env_plan import plan_env
 from ansible.module_utils.specgate.service.sglang_flags import SglangConfigError, parse_sglang_version
 
-pytestmark = pytest.mark.host
-
 STACK = ["sglang==0.5.23", "flashinfer-python==0.7.2", "sglang-kernel==0.4.10"]
 DDTREE_PATCH = {"src": "/p/ddtree.patch", "strip": 2, "provides": ["ddtree"]}
 
@@ -29,7 +27,7 @@ def test_a_stock_pin_is_that_release_without_features():
     plan = env()
     assert plan.problems == []
     assert plan.engine == {"sglang_version": "0.5.23", "features": [], "source": "index",
-                           "version_variable": "sglang_env_packages", "renders_for": "0.5.23"}
+                           "version_variable": "sglang_env_packages", "renders_for": "0.5.23", "pin": "0.5.23"}
 
 
 def test_a_patch_that_provides_ddtree_makes_the_engine_render_ddtree():

@@ -21,15 +21,24 @@ MODULE_UTILS = sorted((ROOT / "module_utils" / "specgate").rglob("*.py"))
 # in library/ imports them, so a host's python3 never needs what they import.
 CONTROLLER_PACKAGES = {
     "sweep": "the sweep plans, picks and plots on the controller (jinja2 for constraints, matplotlib for the plots)",
+    "env/pins.py": "reads sglang_env's package lines with packaging.requirements, which ansible-core brings",
+    "env/sglang_env_plan.py": "plans the venv from the inventory alone (env/pins.py)",
 }
 # Modules that run on the controller only (their DOCUMENTATION says so, and the roles call them with
 # delegate_to: localhost), and why: only these may import a controller-only package.
 CONTROLLER_MODULES = {
     "spec_sweep_state": "the sweep's rows and report live on the controller; it plans and plots there",
+    "sglang_env_plan": "pure computation over the inventory; reads pins as pip does (packaging, env/pins.py)",
 }
 HOST_LIBRARY = [p for p in LIBRARY if p.stem not in CONTROLLER_MODULES]
-HOST_MODULE_UTILS = [p for p in MODULE_UTILS if p.relative_to(ROOT / "module_utils" / "specgate").parts[0]
-                     not in CONTROLLER_PACKAGES]
+
+
+def _controller_only(path: Path) -> bool:
+    relative = path.relative_to(ROOT / "module_utils" / "specgate")
+    return relative.parts[0] in CONTROLLER_PACKAGES or relative.as_posix() in CONTROLLER_PACKAGES
+
+
+HOST_MODULE_UTILS = [p for p in MODULE_UTILS if not _controller_only(p)]
 STAGE_PACKAGES = ["common", "cuda", "env", "fleet", "gate", "preflight", "service", "sweep", "weights"]
 
 
@@ -66,13 +75,13 @@ def test_modules_import_on_this_python(path):
 
 def test_no_host_module_imports_a_controller_only_package():
     # A module runs on the host: importing a controller-side package would fail there on what that package needs.
-    # The controller-only modules are the exception, each listed with its reason and checked below.
-    for path in LIBRARY:
-        if path.stem in CONTROLLER_MODULES:
-            continue
+    # The controller-only modules are the exception, each listed with its reason and checked below. Host-side
+    # module_utils are held to it too: a host module imports them.
+    for path in HOST_LIBRARY + HOST_MODULE_UTILS:
         for package, why in CONTROLLER_PACKAGES.items():
-            assert f"ansible.module_utils.specgate.{package}" not in path.read_text(encoding="utf-8"), (
-                f"{path.name} imports specgate.{package}, which runs on the controller only: {why}")
+            dotted = package.removesuffix(".py").replace("/", ".")
+            assert f"ansible.module_utils.specgate.{dotted}" not in path.read_text(encoding="utf-8"), (
+                f"{path.name} imports specgate.{dotted}, which runs on the controller only: {why}")
 
 
 def _documentation(path: Path) -> str:

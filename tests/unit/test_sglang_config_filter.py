@@ -12,14 +12,6 @@ def test_filters_are_registered_under_the_names_the_role_uses():
                                              "sglang_fit_refusal", "sglang_deployment_values"}
 
 
-def test_the_pinned_version_is_the_sglang_pin_else_nothing():
-    from ansible.module_utils.specgate.service.sglang_flags import pinned_version
-
-    packages = ["flashinfer-python==0.7.2", "sglang[all]==0.5.19", "sglang-kernel==0.4.10"]
-    assert pinned_version(packages) == "0.5.19"
-    assert pinned_version(["sglang-kernel==0.4.10"]) == ""
-
-
 def test_the_fit_filter_names_each_misfit_and_the_values_filter_types_them():
     filters = FilterModule().filters()
     gpu = {"has_gpus": True, "count": 8, "names": ["NVIDIA H200"] * 8, "arch": "sm90", "target_arch": "sm90"}

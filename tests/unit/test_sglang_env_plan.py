@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from ansible.module_utils.specgate.env.sglang_env_plan import is_pinned, plan_env, requirement_name
-
-pytestmark = pytest.mark.host
+from ansible.module_utils.specgate.env.pins import is_pinned, name_of, sglang_pin
+from ansible.module_utils.specgate.env.sglang_env_plan import plan_env
+from sglang_env import FilterModule
 
 STACK = ["sglang==0.5.23", "flashinfer-python[cu13]==0.7.2", "sglang-kernel==0.4.10"]
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -106,8 +106,78 @@ def test_malformed_patch_entries_are_refused(patches):
 
 
 def test_requirement_helpers():
-    assert requirement_name("flashinfer-python[cu13]==0.7.2") == "flashinfer-python"
-    assert requirement_name("specgate-sim==0.1.0") == "specgate-sim"
+    assert name_of("flashinfer-python[cu13]==0.7.2") == "flashinfer-python"
+    assert name_of("specgate-sim==0.1.0") == "specgate-sim"
     assert is_pinned("flashinfer-python[cu13]==0.7.2")
+    assert is_pinned("flashinfer-python == 0.7.2 ; python_version >= '3.10'")
     assert not is_pinned("huggingface_hub>=1.0,<3")
+    assert not is_pinned("sglang==0.5.*")
+    assert not is_pinned("sglang @ https://example.invalid/sglang-0.5.23-py3-none-any.whl")
     assert variables(env_plan(packages=["==1.0"])) == ["sglang_env_packages"]
+    assert "not a requirement pip can read" in env_plan(packages=["==1.0"]).problems[0]
+
+
+@pytest.mark.parametrize(
+    ("packages", "pin"),
+    [
+        (["flashinfer-python==0.7.2", "sglang[all]==0.5.19", "sglang-kernel==0.4.10"], "0.5.19"),
+        (["sglang-kernel==0.4.10"], ""),
+        # Read as pip reads them: spaces, a marker, the name's case and separators.
+        (["sglang == 0.5.23"], "0.5.23"),
+        (['sglang==0.5.23; python_version >= "3.10"'], "0.5.23"),
+        (["SGLang==0.5.23"], "0.5.23"),
+        (["sglang>=0.5.23"], ""),
+    ],
+)
+def test_the_sglang_pin_is_read_as_pip_reads_it(packages, pin):
+    assert sglang_pin(packages) == pin
+
+
+@pytest.mark.parametrize("line", ["sglang == 0.5.23", 'sglang==0.5.23; python_version >= "3.10"'])
+def test_a_pin_pip_accepts_names_the_release(line):
+    plan = env_plan(packages=[line, "flashinfer-python==0.7.2"])
+    assert plan.problems == []
+    assert plan.engine["sglang_version"] == "0.5.23"
+
+
+@pytest.mark.parametrize(
+    ("version", "pin", "reason"),
+    [
+        ("0.5.23", "0.5.23.post1", "is a post-release of 0.5.23"),
+        ("0.5.23", "0.5.23rc1", "is a pre-release"),
+        ("0.5.23", "0.5.19", "says 0.5.23 but sglang_env_packages pins sglang==0.5.19"),
+    ],
+)
+def test_a_stated_release_does_not_hide_what_the_pin_installs(version, pin, reason):
+    plan = env_plan(packages=[f"sglang=={pin}"], sglang_version=version)
+    assert len(plan.problems) == 1, plan.problems
+    assert reason in plan.problems[0]
+
+
+def test_a_stated_release_that_agrees_with_the_pin_passes():
+    plan = env_plan(packages=["sglang==0.5.23"], sglang_version="0.5.23")
+    assert plan.problems == []
+    assert plan.engine["pin"] == "0.5.23"
+
+
+PINNED = {"version_variable": "sglang_env_packages", "sglang_version": "0.5.23", "pin": "0.5.23"}
+GIT = {"version_variable": "sglang_env_sglang_version", "sglang_version": "0.5.23", "pin": ""}
+
+
+@pytest.mark.parametrize(
+    ("installed", "engine", "refused"),
+    [
+        ("0.5.23", PINNED, False),
+        ("", PINNED, False),  # no SGLang in the venv (the demo's engine is the sim): nothing to compare
+        ("0.5.23.post1", PINNED, True),  # the release prefix matches; the pin does not
+        ("0.5.19", PINNED, True),
+        ("0.5.23.dev12+g0123abc", GIT, False),  # a git commit of 0.5.23
+        ("0.5.24.dev3", GIT, True),
+        ("not-a-version", GIT, True),
+    ],
+)
+def test_the_installed_sglang_must_be_the_engine_the_plan_published(installed, engine, refused):
+    refusal = FilterModule().filters()["sglang_env_install_refusal"](installed, engine)
+    assert bool(refusal) is refused
+    if refused:
+        assert refusal.startswith(f"{engine['version_variable']}: the venv's SGLang is {installed}")

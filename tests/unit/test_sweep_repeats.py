@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from ansible.module_utils.specgate.sweep.grid import expand
-from ansible.module_utils.specgate.sweep.repeats import more_runs, repeat_rounds, repeats_wanted, undecided
+from ansible.module_utils.specgate.sweep.repeats import repeat_rounds, repeats_wanted, undecided
 from ansible.module_utils.specgate.sweep.run import SweepInputError, repeat_plan
 from ansible.module_utils.specgate.sweep.search import Measured
 from ansible.module_utils.specgate.sweep.sweep_report import deciding_cells, interval_line, repeat_values, with_repeats

@@ -16,16 +16,15 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from ansible.module_utils.specgate.cuda.cuda_lanes import cuda_lane_for_sglang, parse_version
+from ansible.module_utils.specgate.env.pins import is_pinned, name_of, sglang_pin
 from ansible.module_utils.specgate.service.sglang_flags import (
     ENGINE_FEATURES,
     SglangConfigError,
     parse_sglang_version,
-    pinned_version,
     render_version,
 )
+from packaging.utils import canonicalize_name
 
-_NAME_RE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
-_PINNED_RE = re.compile(r"^\s*[A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?\s*==\s*[^\s,;]+\s*(;.*)?$")
 _COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
 
 
@@ -38,22 +37,6 @@ class EnvPlan:
     patches: list[dict[str, Any]] = field(default_factory=list)
     engine: dict[str, Any] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
-
-
-def requirement_name(requirement: str) -> str:
-    """Distribution name of a requirement line ("flashinfer-python[cu13]==0.7.2" → "flashinfer-python")."""
-    match = _NAME_RE.match(requirement)
-    if match is None:
-        raise ValueError(f"{requirement!r} is not a requirement")
-    return match.group(1)
-
-
-def normalize(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def is_pinned(requirement: str) -> bool:
-    return bool(_PINNED_RE.match(requirement))
 
 
 def plan_env(
@@ -75,11 +58,9 @@ def plan_env(
     result = EnvPlan()
     for requirement in [*packages, *base_packages]:
         try:
-            requirement_name(requirement)
-        except ValueError:
-            result.problems.append(
-                f"sglang_env_packages: {requirement!r} is not a requirement. Fix: write it as name==version."
-            )
+            name_of(requirement)
+        except ValueError as error:
+            result.problems.append(str(error))
     if result.problems:
         return result
     unpinned = [requirement for requirement in packages if not is_pinned(requirement)]
@@ -89,7 +70,7 @@ def plan_env(
             "Fix: pin each as name==version (e.g. sglang==0.5.23)."
         )
     result.requirements = [*base_packages, *packages]
-    names = [requirement_name(requirement) for requirement in result.requirements]
+    names = [name_of(requirement) for requirement in result.requirements]
     if source == "wheelhouse":
         if not wheelhouse_dir:
             result.problems.append(
@@ -110,7 +91,7 @@ def plan_env(
                 f"sglang_env_git_ref: {git_ref!r} is not a full 40-character commit; a branch moves under a re-run. "
                 "Fix: pin the commit (e.g. the pull request's head commit)."
             )
-        if "sglang" in {normalize(name) for name in names}:
+        if "sglang" in {canonicalize_name(name) for name in names}:
             result.problems.append(
                 "sglang_env_packages: lists sglang while sglang_env_source is git, so two SGLangs would be asked for. "
                 "Fix: drop sglang from sglang_env_packages when installing it from git."
@@ -168,9 +149,22 @@ def plan_engine(
             "sglang_env_git_provides: is set but sglang_env_source is not git. Fix: declare what a patch adds on its "
             "sglang_env_patches entry (provides: [ddtree]), or leave sglang_env_git_provides empty."
         )
-    pin = pinned_version(packages)
+    pin = sglang_pin(packages)
     version = sglang_version or pin
     variable = "sglang_env_sglang_version" if sglang_version else "sglang_env_packages"
+    if sglang_version and pin:
+        # Both said: the pin is what pip installs, so it must be a release specgate renders for, and the same one.
+        try:
+            pinned = parse_sglang_version(pin, variable="sglang_env_packages")
+            stated = parse_sglang_version(sglang_version, variable=variable)
+        except SglangConfigError as error:
+            return {"sglang_version": version, "source": source, "version_variable": variable}, [str(error) + "."]
+        if pinned.release != stated.release:
+            problems.append(
+                f"sglang_env_sglang_version: says {sglang_version} but sglang_env_packages pins sglang=={pin}, which "
+                f"is what pip installs; configs would be rendered for the wrong release. Fix: set "
+                f"sglang_env_sglang_version to {pinned.release} or leave it empty (the pin then names the release)."
+            )
     if not version:
         problems.append(
             "sglang_env_sglang_version: nothing says which SGLang release the venv's engine is (no sglang==X.Y.Z in "
@@ -178,7 +172,8 @@ def plan_engine(
             "builds (flag spellings differ per release)."
         )
     features = sorted({feature for patch in patches for feature in patch.get("provides") or []} | set(git_provides))
-    engine = {"sglang_version": version, "features": features, "source": source, "version_variable": variable}
+    engine = {"sglang_version": version, "features": features, "source": source, "version_variable": variable,
+              "pin": pin}
     if problems:
         return engine, problems
     try:

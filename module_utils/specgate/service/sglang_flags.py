@@ -320,18 +320,6 @@ def _refuse_unsupported_shape(text: str, variable: str) -> None:
         )
 
 
-_SGLANG_PIN = re.compile(r"^sglang(\[[^\]]*\])?==(?P<version>\S+)$")
-
-
-def pinned_version(packages: Any) -> str:
-    """The `sglang==` pin among sglang_env's packages ("" when there is none, e.g. a git source)."""
-    for package in packages or ():
-        match = _SGLANG_PIN.match(str(package).strip())
-        if match:
-            return match.group("version")
-    return ""
-
-
 def parse_sglang_version(text: Any, variable: str = VERSION_VARIABLE) -> SglangTarget:
     """`0.5.23` → stock release; `0.5.23+ddtree` → that release with the DDTree PR applied.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from ansible.module_utils.specgate.env.pins import is_pinned, name_of, sglang_pin
 from ansible.module_utils.specgate.env.sglang_env_plan import plan_env
-from sglang_env import FilterModule
+from specgate_pins import FilterModule
 
 STACK = ["sglang==0.5.23", "flashinfer-python[cu13]==0.7.2", "sglang-kernel==0.4.10"]
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -181,3 +181,10 @@ def test_the_installed_sglang_must_be_the_engine_the_plan_published(installed, e
     assert bool(refusal) is refused
     if refused:
         assert refusal.startswith(f"{engine['version_variable']}: the venv's SGLang is {installed}")
+
+
+def test_the_router_reads_its_pins_as_pip_does():
+    filters = FilterModule().filters()
+    lines = ["sglang-router == 0.3.2", "SGLang_Router[all]==0.3.2", "sglang-router>=0.3", "==0.3"]
+    assert filters["specgate_unpinned"](lines) == ["sglang-router>=0.3", "==0.3"]
+    assert filters["specgate_requirement_names"](lines[:3]) == ["sglang-router"] * 3

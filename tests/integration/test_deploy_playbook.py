@@ -234,6 +234,9 @@ REFUSALS: dict[str, tuple[str, dict, str, str]] = {
                                       "it is not an entry of model_weights_drafters (dflash-b8)"),
     "deploy-blank-name": ("deploy.yml", {"sglang_service_served_model_name": "  "}, "sglang_service",
                           "sglang_service_served_model_name"),
+    # A shortened name (tried on the demo: exit 0, "nothing to prove") is refused suggesting the declared one.
+    "deploy-shortened-name": ("deploy.yml", {"spec_blocksize": 16}, "sglang_service",
+                              "spec_blocksize: did you mean sglang_service_block_size?"),
 }  # fmt: skip
 
 

@@ -41,6 +41,28 @@ def test_a_misspelled_prefix_is_caught_as_one_slip_from_a_declared_name():
     }
 
 
+@pytest.mark.parametrize(
+    ("name", "meant"),
+    [
+        ("block_size", "sglang_service_block_size"),
+        ("sglang_block_size", "sglang_service_block_size"),
+        ("spec_blocksize", "sglang_service_block_size"),  # tried on the demo: it passed with exit 0
+        ("gate_min_accept_length", "spec_gate_min_accept_length"),
+        ("tp_size", "sglang_service_tp_size"),
+        ("sweep_max_repeats", "spec_sweep_max_repeats"),
+    ],
+)
+def test_an_unprefixed_or_shortened_name_is_refused_suggesting_the_declared_one(name, meant):
+    (found,) = unknown_variables([name], declared_names(SPECS), PREFIXES)
+    assert (found.name, found.suggestion) == (name, meant)
+
+
+def test_a_user_name_that_only_ends_like_a_declared_one_passes():
+    # Not a stage's words before the suffix (demo_, my_), or a suffix too short to mean one setting (port, user).
+    names = ["demo_host_hub_port", "my_block_size", "port", "user", "hf_token_file", "deploy_user", "model_name"]
+    assert unknown_variables(names, declared_names(SPECS), PREFIXES) == []
+
+
 def test_ansible_magic_user_vault_and_private_names_pass():
     names = ["ansible_host", "inventory_hostname", "groups", "vault_hf_token", "vault_sglang_api_key",
              "_sglang_service_layout", "__spec_gate_bench", "specgate_weights", "playbook_dir", "omit"]

@@ -3,8 +3,9 @@
 Ansible ignores a variable no task reads, so `sglang_service_blocksize: 16` (for `sglang_service_block_size`)
 leaves the host as it was while the user believes it was reconfigured. Each role checks its own names (its
 `validate` entry point, before anything changes): a name is refused when it carries the role's prefix but the
-role does not declare it, or when it is one small slip away from a name the role declares (a misspelled prefix:
-`sglang_servce_port`). Names starting with `_` are the roles' private variables and are left alone; names a
+role does not declare it, when it is one small slip away from a name the role declares (a misspelled prefix:
+`sglang_servce_port`), or when it shortens one (`block_size`, `sglang_block_size`, `spec_blocksize` for
+`sglang_service_block_size`). Names starting with `_` are the roles' private variables and are left alone; names a
 release renamed or retired are refused with what replaced them.
 """
 
@@ -20,6 +21,15 @@ from dataclasses import dataclass
 NEAR_MISS_RATIO = 0.9
 # How alike a suggestion for a prefixed unknown name must be (a looser bar: the prefix already says which stage).
 SUGGESTION_RATIO = 0.6
+
+
+# The words of the stages' prefixes: a shortened name drops some of them (`sglang_block_size`, `spec_blocksize`,
+# `gate_min_accept_length`) or all (`block_size`).
+STAGE_WORDS = frozenset({"cuda", "toolkit", "sglang", "env", "model", "weights", "service", "spec", "gate", "sweep",
+                         "router", "fleet", "rollout", "preflight", "specgate"})
+# A shortened name's remainder must be at least this long (without underscores) to be taken for a declared name:
+# `port` or `user` alone say too little to be a setting of one stage.
+SHORTENED_MIN_LENGTH = 6
 
 
 # Names users may still have in their inventory, and what replaced them (the refusal says so).
@@ -57,6 +67,22 @@ def declared_names(spec_documents: Iterable[dict]) -> set[str]:
     return names
 
 
+def shortened_match(name: str, known: Iterable[str], prefix: str) -> str | None:
+    """The declared name (carrying ``prefix``) that ``name`` shortens: ``name`` less some leading words of the
+    stages' prefixes (STAGE_WORDS) is the declared name's suffix, underscores aside (`sglang_block_size`,
+    `spec_blocksize` and `block_size` all shorten `sglang_service_block_size`); None when it shortens none."""
+    words = name.split("_")
+    suffixes = {known_name[len(prefix):].replace("_", ""): known_name
+                for known_name in sorted(known) if known_name.startswith(prefix)}  # fmt: skip
+    for dropped in range(len(words)):
+        if dropped and words[dropped - 1] not in STAGE_WORDS:
+            return None
+        rest = "".join(words[dropped:])
+        if len(rest) >= SHORTENED_MIN_LENGTH and rest in suffixes:
+            return suffixes[rest]
+    return None
+
+
 def unknown_variables(
     names: Iterable[str], known: Iterable[str], prefixes: Iterable[str], allowed: Iterable[str] = (),
     others: Iterable[str] = (),
@@ -81,8 +107,10 @@ def unknown_variables(
             found.append(UnknownVariable(name, close[0] if close else None))
             continue
         close = difflib.get_close_matches(name, known_sorted, n=1, cutoff=NEAR_MISS_RATIO)
-        if close:
-            found.append(UnknownVariable(name, close[0]))
+        shortened = next((match for prefix in prefix_tuple if (match := shortened_match(name, known_set, prefix))),
+                         None)  # fmt: skip
+        if close or shortened:
+            found.append(UnknownVariable(name, close[0] if close else shortened))
     return found
 
 

@@ -108,14 +108,19 @@ def derived_context_length(config: Mapping[str, Any]) -> int:
     return 2048
 
 
-def _check_context_length(requested: int, target: Mapping[str, Any], env: Mapping[str, str]) -> None:
+def _check_context_length(requested: int, model: Mapping[str, Any], env: Mapping[str, str], *,
+                          draft: bool = False) -> None:  # fmt: skip
     """sglang 0.5.23 srt/configs/model_config.py::ModelConfig._derive_context_length: a context longer than the
-    model's is refused (before any weights load) unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN is set."""
-    derived = derived_context_length(target)
+    model's is refused (before any weights load) unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN is set. The
+    drafter's model config is built with the same user-set context (``draft``: "Target model's" in the message):
+    model_runner_components/spec_aux_hidden_state.py, _resolve_eagle_aux_hidden_state and
+    _resolve_dflash_aux_hidden_state, before any weights load."""
+    derived = derived_context_length(model)
     if requested <= derived or env.get("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "").lower() in ("1", "true"):
         return
+    reason = "Target model's" if draft else "User-specified"
     raise ResolveError(
-        f"ValueError: Warning: User-specified context_length ({requested}) is greater than the derived "
+        f"ValueError: Warning: {reason} context_length ({requested}) is greater than the derived "
         f"context_length ({derived}). This may lead to incorrect model outputs or CUDA errors. Note that the derived "
         "context_length may differ from max_position_embeddings in the model's config. To allow overriding this "
         "maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"
@@ -137,10 +142,19 @@ def resolve(ns: argparse.Namespace, sim: SimEnv, env: Mapping[str, str] | None =
     args["served_model_name"] = args.get("served_model_name") or args["model_path"]
     # srt/arg_groups/serving_hook.py: tokenizer_path defaults to model_path
     args["tokenizer_path"] = args.get("tokenizer_path") or args["model_path"]
-    if args.get("context_length") is None:
+    # Only a context the user set reaches the drafter's model config (ModelConfig.from_server_args).
+    user_context = args.get("context_length")
+    if user_context is None:
         args["context_length"] = derived_context_length(target)
     else:
-        _check_context_length(args["context_length"], target, env)
+        _check_context_length(user_context, target, env)
+    # srt/arg_groups/validation_hook.py::check_server_args: ':' is reserved for LoRA's model:adapter syntax.
+    if ":" in args["served_model_name"]:
+        raise ResolveError(
+            "AssertionError: served_model_name cannot contain a colon (':') character. The colon is reserved for the "
+            "'model:adapter' syntax used in LoRA adapter specification. "
+            f"Invalid value: '{args['served_model_name']}'"
+        )
     if args.get("device") is None:
         args["device"] = "cuda"
     if args.get("random_seed") is None:
@@ -160,6 +174,8 @@ def resolve(ns: argparse.Namespace, sim: SimEnv, env: Mapping[str, str] | None =
             drafter = read_config(args["speculative_draft_model_path"], "draft model")
             if args.get("speculative_draft_model_revision") is None:
                 args["speculative_draft_model_revision"] = "main"
+            if user_context is not None:
+                _check_context_length(user_context, drafter, env, draft=True)
         args["speculative_algorithm"] = algo
         if algo in ("DFLASH", "DDTREE"):
             spec = _resolve_dflash(args, algo, drafter, env, ddtree_env)

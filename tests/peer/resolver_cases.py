@@ -19,7 +19,7 @@ import yaml
 from ansible.module_utils.specgate.service import resolver_driver
 from ansible.module_utils.specgate.service.node_topology import NodeSettings, group_flags, rank_flags, topology
 from ansible.module_utils.specgate.service.sglang_flags import SUPPORTED_VERSIONS, VERSION_RULES, server_config
-from specgate_sim.fixtures import TARGET_LAYERS, dflash_config, target_config
+from specgate_sim.fixtures import HIDDEN, TARGET_LAYERS, VOCAB_SIZE, dflash_config, target_config
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DRIVER = PROJECT_ROOT / "module_utils" / "specgate" / "service" / "resolver_driver.py"
@@ -98,8 +98,21 @@ KNOWN_BAD = (
 # check a version renamed or moved fails here instead of silently not running on hosts.
 LAUNCHER_CHECKS_DFLASH = ("load_plugins", "check_server_args", "model_config", "draft_model_config",
                           "dflash_draft_config")
-# Drafter fixtures beside the good one (write_model_dirs): a target layer id past the target's last layer.
-BAD_DRAFTERS = {"drafter_layer_out_of_range": dflash_config(DRAFTER_BLOCK_SIZE, 2, [1, TARGET_LAYERS + 3])}
+
+
+def eagle3_config(max_position_embeddings: int) -> dict[str, Any]:
+    """An EAGLE-3 drafter's config as SpecForge writes one (LlamaForCausalLMEagle3): one layer, the target's vocab."""
+    return {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "torch_dtype": "float16",
+            "hidden_size": HIDDEN, "intermediate_size": 2 * HIDDEN, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "num_hidden_layers": 1, "vocab_size": VOCAB_SIZE,
+            "draft_vocab_size": VOCAB_SIZE, "max_position_embeddings": max_position_embeddings,
+            "rms_norm_eps": 1e-6}  # fmt: skip
+
+
+# Drafter fixtures beside the good one (write_model_dirs): a target layer id past the target's last layer; an
+# EAGLE-3 drafter trained for 2048 positions, shorter than the target's 4096.
+BAD_DRAFTERS = {"drafter_layer_out_of_range": dflash_config(DRAFTER_BLOCK_SIZE, 2, [1, TARGET_LAYERS + 3]),
+                "eagle3_short_context": eagle3_config(2048)}
 
 
 def launcher_refuses_cases(version: str) -> list[Case]:
@@ -107,14 +120,16 @@ def launcher_refuses_cases(version: str) -> list[Case]:
     weights (each with the launcher check that refuses it): the pre-check must refuse them too."""
     base = {"model_path": "{target}", "drafter_path": "{drafter}", "algorithm": "DFLASH", "block_size": 8}
 
-    def case(name: str, deployment: dict[str, Any], error: str, stage: str = "launcher:check_server_args") -> Case:
+    def case(name: str, deployment: dict[str, Any], error: str, stage: str = "launcher:check_server_args",
+             sim: bool = False) -> Case:  # fmt: skip
         return Case(f"{name}@{version}", server_config({**base, **deployment}, version), versions=(version,),
-                    expect_error=error, expect_stage=stage, sim=False)
+                    expect_error=error, expect_stage=stage, sim=sim)
 
     cases = [
-        # sglang 0.5.23 srt/arg_groups/validation_hook.py::check_server_args (0.5.11-0.5.15: srt/server_args.py)
+        # sglang 0.5.23 srt/arg_groups/validation_hook.py::check_server_args (0.5.11-0.5.15: srt/server_args.py).
+        # The sim refuses it too: a demo user can set it.
         case("served_model_name_with_colon", {"served_model_name": "kimi-k2.6:fp8"},
-             "served_model_name cannot contain a colon (':') character"),
+             "served_model_name cannot contain a colon (':') character", sim=True),
         case("chunked_prefill_not_a_multiple_of_page_size",
              {"chunked_prefill_size": 8100, "extra_args": {"page-size": 64}},
              "chunked_prefill_size must be divisible by page_size"),
@@ -125,6 +140,15 @@ def launcher_refuses_cases(version: str) -> list[Case]:
         case("dflash_draft_layer_out_of_range", {"drafter_path": "{drafter_layer_out_of_range}"},
              "DFLASH target_layer_ids contains an out-of-range layer id", "launcher:dflash_draft_config"),
     ]
+    if version == "0.5.23":
+        # sglang 0.5.23 spec_aux_hidden_state.py::_resolve_eagle_aux_hidden_state builds the drafter's model config
+        # with the served context (srt/configs/model_config.py::_derive_context_length): a drafter trained for
+        # fewer positions is refused when the model runner starts, after the old server stopped.
+        eagle3 = {"algorithm": "EAGLE3", "block_size": None, "drafter_path": "{eagle3_short_context}",
+                  "context_length": 4096, "num_steps": 3, "eagle_topk": 1, "num_draft_tokens": 4}
+        cases.append(case("eagle3_drafter_shorter_than_the_context", eagle3,
+                          "Target model's context_length (4096) is greater than the derived context_length (2048)",
+                          "launcher:draft_model_config", sim=True))
     if version == "0.5.11":
         # sglang 0.5.11 srt/server_args.py::check_server_args (gone from check_server_args in 0.5.15)
         cases.append(case("two_batch_overlap_without_a2a_backend", {"extra_args": {"enable-two-batch-overlap": True}},

@@ -14,6 +14,7 @@ from resolver_cases import (
     Case,
     deployment_from_files,
     expected_error,
+    launcher_refuses_cases,
     multinode_cases,
     resolve_in_process,
     write_case_files,
@@ -33,6 +34,17 @@ def test_sim_rejects_known_bad_configs_with_sglangs_message(case, model_dirs, tm
     result = _resolve([case], model_dirs, tmp_path)[case.id]
     assert not result["ok"], f"the sim accepted {case.id}"
     assert expected_error(case, SIM_VERSION) in result["error"]
+
+
+@pytest.mark.parametrize("case", [c for c in launcher_refuses_cases(SIM_VERSION) if c.sim], ids=lambda c: c.id)
+def test_sim_refuses_what_sglangs_launcher_refuses_that_a_demo_user_can_set(case, model_dirs, tmp_path):
+    result = _resolve([case], model_dirs, tmp_path)[case.id]
+    assert not result["ok"], f"the sim accepted {case.id}"
+    assert expected_error(case, SIM_VERSION) in result["error"]
+
+
+def test_the_sim_judges_a_launcher_case_or_two():
+    assert len([c for c in launcher_refuses_cases(SIM_VERSION) if c.sim]) >= 2
 
 
 @pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.stem)

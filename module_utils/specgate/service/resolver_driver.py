@@ -146,22 +146,44 @@ def _resolved_value(server_args: Any, resolved: dict[str, Any], name: str) -> An
     return resolved[name] if name in resolved else getattr(server_args, name, None)
 
 
-def _dflash_draft_checks(package: str, server_args: Any, resolved: dict[str, Any], ran: list[str]) -> None:
+def _builds_eagle_draft_config(package: str, algorithm: str) -> bool:
+    """Whether the target's model runner builds the drafter's model config for ``algorithm``, asked of SGLang's own
+    predicates (0.5.23 spec_aux_hidden_state.py::_resolve_eagle_aux_hidden_state: is_eagle() or is_standalone(),
+    that is EAGLE, EAGLE3, FROZEN_KV_MTP and STANDALONE). False where the version has no such predicates."""
+    spec_info = _optional_import(f"{package}.srt.speculative.spec_info")
+    algorithms = getattr(spec_info, "SpeculativeAlgorithm", None)
+    if not algorithm or algorithms is None or not hasattr(algorithms, "from_string"):
+        return False
+    try:
+        found = algorithms.from_string(algorithm)
+    except (KeyError, ValueError):
+        return False
+    predicates = [getattr(found, name, None) for name in ("is_eagle", "is_standalone")]
+    return any(callable(predicate) and predicate() for predicate in predicates)
+
+
+def _draft_checks(package: str, server_args: Any, resolved: dict[str, Any], ran: list[str]) -> None:
     """What the target's model runner does with the drafter before loading weights (sglang 0.5.23:
-    srt/model_executor/model_runner_components/spec_aux_hidden_state.py::_resolve_dflash_aux_hidden_state;
-    0.5.11: srt/model_executor/model_runner.py): build both model configs, parse the draft config strictly
-    (srt/speculative/dflash_utils.py::parse_dflash_draft_config), require its layer count and resolve the
+    srt/model_executor/model_runner_components/spec_aux_hidden_state.py, _resolve_dflash_aux_hidden_state and
+    _resolve_eagle_aux_hidden_state; 0.5.11: srt/model_executor/model_runner.py): build both model configs (the
+    drafter's with the served context: a drafter shorter than it is refused), and for DFLASH parse the draft config
+    strictly (srt/speculative/dflash_utils.py::parse_dflash_draft_config), require its layer count and resolve the
     target layer ids against the target's layers. Resolution only warns on a malformed draft config."""
     model_config = importlib.import_module(f"{package}.srt.configs.model_config").ModelConfig
-    dflash_utils = importlib.import_module(f"{package}.srt.speculative.dflash_utils")
     target = _run("model_config", ran, model_config.from_server_args, server_args)
     algorithm = str(_resolved_value(server_args, resolved, "speculative_algorithm") or "").upper()
-    if algorithm not in _DFLASH_FAMILY:
+    draft_path = _resolved_value(server_args, resolved, "speculative_draft_model_path")
+    dflash = algorithm in _DFLASH_FAMILY
+    # A path-less EAGLE (NEXTN/MTP) drafts with the target's own layers: its config is the target's, judged above.
+    if not (dflash or (draft_path and _builds_eagle_draft_config(package, algorithm))):
         return
     draft = _run("draft_model_config", ran, model_config.from_server_args, server_args,
-                 model_path=_resolved_value(server_args, resolved, "speculative_draft_model_path"),
+                 model_path=draft_path,
                  model_revision=_resolved_value(server_args, resolved, "speculative_draft_model_revision"),
                  is_draft_model=True)
+    if not dflash:
+        return
+    dflash_utils = importlib.import_module(f"{package}.srt.speculative.dflash_utils")
 
     def strict_parse() -> None:
         parsed = dflash_utils.parse_dflash_draft_config(draft_hf_config=draft.hf_config)
@@ -196,7 +218,8 @@ def launcher_checks(module: Any, server_args: Any, resolved: dict[str, Any]) -> 
     In the launcher's order (sglang 0.5.11-0.5.23: srt/entrypoints/engine.py, `Engine._launch_subprocesses`):
     `load_plugins` (srt/plugins), `server_args.check_server_args()` (0.5.23: srt/arg_groups/validation_hook.py;
     0.5.11/0.5.15: srt/server_args.py), `resolve_auto_parsers` when a parser is "auto"; then what the schedulers
-    build before loading weights: the model configs and, for DFLASH, the strict draft-config parse.
+    build before loading weights: the model configs (the drafter's too for DFLASH and a path-given EAGLE)
+    and, for DFLASH, the strict draft-config parse.
     Not run: `_set_envs_and_config` (it refuses only on installed kernel versions, flashinfer_python and
     sglang-kernel: the install sglang_env pins, not the config; importing the engine module needs the whole serving
     stack), port allocation and process spawning (the service stage checks its port itself).
@@ -219,7 +242,7 @@ def launcher_checks(module: Any, server_args: Any, resolved: dict[str, Any]) -> 
                 _run("resolve_auto_parsers", ran, detection.resolve_auto_parsers, server_args)
                 break
     if package is not None:
-        _dflash_draft_checks(package, server_args, resolved, ran)
+        _draft_checks(package, server_args, resolved, ran)
     return ran
 
 

@@ -26,7 +26,9 @@ SUGGESTION_RATIO = 0.6
 # The words of the stages' prefixes: a shortened name drops some of them (`sglang_block_size`, `spec_blocksize`,
 # `gate_min_accept_length`) or all (`block_size`).
 STAGE_WORDS = frozenset({"cuda", "toolkit", "sglang", "env", "model", "weights", "service", "spec", "gate", "sweep",
-                         "router", "fleet", "rollout", "preflight", "specgate"})
+                         "router", "fleet", "rollout", "preflight"})
+# The cross-stage facts' namespace (specgate_deployment, specgate_release...): never a shortened stage setting.
+SHARED_PREFIX = "specgate_"
 # A shortened name's remainder must be at least this long (without underscores) to be taken for a declared name:
 # `port` or `user` alone say too little to be a setting of one stage.
 SHORTENED_MIN_LENGTH = 6
@@ -71,6 +73,8 @@ def shortened_match(name: str, known: Iterable[str], prefix: str) -> str | None:
     """The declared name (carrying ``prefix``) that ``name`` shortens: ``name`` less some leading words of the
     stages' prefixes (STAGE_WORDS) is the declared name's suffix, underscores aside (`sglang_block_size`,
     `spec_blocksize` and `block_size` all shorten `sglang_service_block_size`); None when it shortens none."""
+    if name.startswith(SHARED_PREFIX):
+        return None
     words = name.split("_")
     suffixes = {known_name[len(prefix):].replace("_", ""): known_name
                 for known_name in sorted(known) if known_name.startswith(prefix)}  # fmt: skip

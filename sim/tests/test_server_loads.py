@@ -68,10 +68,10 @@ HELP = {
 }
 SUFFIXES = {"counter": ("_total",), "gauge": ("",), "histogram": ("_bucket", "_count", "_sum")}
 TIME_SCALE = 0.2  # slow enough that a request is still in flight when /v1/loads is polled
+SLOW_STEPS_SCALE = 1.0
 
 
-@pytest.fixture(scope="module")
-def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[testing.SimProcess]:
+def _start(tmp_path_factory: pytest.TempPathFactory, time_scale: float) -> testing.SimProcess:
     root = tmp_path_factory.mktemp("models")
     target = testing.write_model_dir(root / "target", testing.TARGET_CONFIG, weight_bytes=4 << 20)
     drafter = testing.write_model_dir(root / "drafter", testing.drafter_config(8), weight_bytes=1 << 20)
@@ -81,10 +81,31 @@ def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[testing.SimProcess
         args.split(),
         log_path=tmp_path_factory.mktemp("log") / "sim.log",
         env={"SPECGATE_SIM_SEED": "3"},
-        time_scale=TIME_SCALE,
+        time_scale=time_scale,
     )
     try:
         proc.wait_ready(timeout=30)
+    except BaseException:
+        proc.stop()
+        raise
+    return proc
+
+
+@pytest.fixture(scope="module")
+def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[testing.SimProcess]:
+    proc = _start(tmp_path_factory, TIME_SCALE)
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+@pytest.fixture
+def slow_steps(tmp_path_factory: pytest.TempPathFactory) -> Iterator[testing.SimProcess]:
+    """A sim whose decode steps take SLOW_STEPS_SCALE / TIME_SCALE times longer: it publishes its load snapshot (every
+    15 steps) that much less often, so three HTTP reads on a machine at load 8 still fit between two publishes."""
+    proc = _start(tmp_path_factory, SLOW_STEPS_SCALE)
+    try:
         yield proc
     finally:
         proc.stop()
@@ -205,11 +226,13 @@ def test_metrics_has_help_and_type_for_every_family_and_no_created_samples(serve
 
 
 def test_v1_loads_and_metrics_agree_while_busy_and_both_fall_to_zero_once_drained(
-    served: testing.SimProcess,
+    slow_steps: testing.SimProcess,
 ) -> None:
+    served = slow_steps
     # three long requests on two slots: two run, one waits. Long enough (a few seconds of simulated decode) that the
     # window in which all three are in flight outlasts a slow start of the third on a machine at load 8.
-    threads = [threading.Thread(target=_generate, args=(served, 2000, str(i))) for i in range(3)]
+    tokens = round(2000 * TIME_SCALE / SLOW_STEPS_SCALE)
+    threads = [threading.Thread(target=_generate, args=(served, tokens, str(i))) for i in range(3)]
     for t in threads:
         t.start()
     seen: set[tuple[int, int]] = set()  # every snapshot read (each read is one consistent snapshot)

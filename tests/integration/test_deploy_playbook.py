@@ -112,7 +112,11 @@ def test_root_deploy_runs_the_stages_in_the_order_the_data_flow_needs() -> None:
     assert "roles" not in play, "every stage is an import_role task, in the order tasks run"
     stages = _stages(play)
     assert stages[0] == ("preflight", "main")
-    changing = [s for s in stages if s[1] not in ("validate", "lock", "unlock") and s != ("preflight", "main")]
+    read_only = ("validate", "target_limits", "lock", "unlock")
+    changing = [s for s in stages if s[1] not in read_only and s != ("preflight", "main")]
+    # The target's limits are judged once the service published the deployment, still before the lock.
+    assert _before(stages, ("sglang_service", "validate"), ("model_weights", "target_limits"))
+    assert _before(stages, ("model_weights", "target_limits"), LOCK)
     for stage in STAGES[1:]:
         # Every refusal before the first change: each stage's validate entry point runs before the change lock.
         assert _before(stages, (stage, "validate"), LOCK), f"{stage} validates after the lock is taken"

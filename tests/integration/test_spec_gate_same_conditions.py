@@ -229,9 +229,10 @@ def test_unreachable_min_accept_length_is_refused_before_anything_runs(tmp_path)
     assert "sglang_service_block_size" in msg
     assert run.stats["changed"] == {}
     # Only the rollout's read-only plan, preflight and the stages' validate entry points ran.
+    entry_points = ("validate", "plan", "target_limits")
+    spec_checks = tuple(f"Validating arguments against arg spec '{e}'" for e in entry_points)
     paths = {e["event_data"].get("task_path", "").split(":")[0].rsplit("/", 1)[-1]
              for e in run.events
              if e["event"] == "runner_on_ok" and e["event_data"].get("role") not in ("preflight", None)
-             and not e["event_data"].get("task", "").startswith(("Validating arguments against arg spec 'validate'",
-                                                                  "Validating arguments against arg spec 'plan'"))}
-    assert paths <= {"validate.yml", "values.yml", "plan.yml"}, paths
+             and not e["event_data"].get("task", "").startswith(spec_checks)}
+    assert paths <= {"validate.yml", "values.yml", "plan.yml", "target_limits.yml"}, paths

@@ -44,9 +44,10 @@ def validate_only(tmp_path: Path, settings: dict[str, Any]):
     models = tmp_path / "models"
     models.mkdir()
     dirs = write_model_dirs(models)
+    # The fixture target holds 4096 positions: ct200's 128k context would be refused by the target's limits.
     local = {"model_weights_target_repo": "", "model_weights_target_local_path": dirs["target"],
              "model_weights_drafter": None, "model_weights_drafter_repo": "",
-             "model_weights_drafter_local_path": dirs["drafter"]}  # fmt: skip
+             "model_weights_drafter_local_path": dirs["drafter"], "sglang_service_context_length": None}  # fmt: skip
     return run_on_ct200(tmp_path, {**local, **settings}, cmdline="--check --tags specgate-validate-only")
 
 

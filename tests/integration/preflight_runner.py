@@ -127,11 +127,11 @@ def run_on_ct200(tmp_path: Path, extravars: dict[str, Any], playbook: str = "dep
                  cmdline: str | None = None) -> ansible_runner.Runner:
     """A project playbook as users run it (`-l ct200`, the fleet inventory), on this machine over the local
     connection with ct200's nvidia-smi faked: for refusals that must come before any stage changes the host."""
-    return _as_ct200(tmp_path, playbook, PROJECT_ROOT / "inventory" / "hosts.yml", extravars, limit="ct200",
+    return as_ct200(tmp_path, playbook, PROJECT_ROOT / "inventory" / "hosts.yml", extravars, limit="ct200",
                      cmdline=cmdline)
 
 
-def _as_ct200(tmp_path: Path, playbook: str, inventory: Path, extravars: dict[str, Any], *, limit: str | None = None,
+def as_ct200(tmp_path: Path, playbook: str, inventory: Path, extravars: dict[str, Any], *, limit: str | None = None,
               cmdline: str | None = None) -> ansible_runner.Runner:  # fmt: skip
     """A project playbook on this machine over the local connection, ct200's nvidia-smi faked, no disk floor."""
     smi = fake_nvidia_smi(tmp_path, "ct200_sm120_pcie")
@@ -156,6 +156,23 @@ def _as_ct200(tmp_path: Path, playbook: str, inventory: Path, extravars: dict[st
     )
 
 
+def validate_on_ct200_with_local_models(tmp_path: Path, settings: dict[str, Any], *,
+                                        target_present: bool = True) -> ansible_runner.Runner:  # fmt: skip
+    """deploy.yml on ct200 in check mode running only what is tagged always (the rollout's plan, preflight's facts
+    and every stage's read-only entry point), with the target and drafter as local fixture directories (8 attention
+    heads, 4096 positions; no hub). ``target_present=False`` points the target at a directory that is not there."""
+    from peer.resolver_cases import write_model_dirs  # the peer tests' fixture models (specgate_sim)
+
+    models = tmp_path / "models"
+    models.mkdir()
+    dirs = write_model_dirs(models)
+    local = {"model_weights_target_repo": "",
+             "model_weights_target_local_path": dirs["target"] if target_present else str(models / "not-yet-staged"),
+             "model_weights_drafter": None, "model_weights_drafter_repo": "",
+             "model_weights_drafter_local_path": dirs["drafter"]}  # fmt: skip
+    return run_on_ct200(tmp_path, {**local, **settings}, cmdline="--check --tags specgate-validate-only")
+
+
 def run_on_copies_of_ct200(tmp_path: Path, cases: dict[str, dict[str, Any]], playbook: str = "deploy.yml",
                            cmdline: str | None = None) -> ansible_runner.Runner:
     """A project playbook over copies of ct200, one per case, in one run: each copy is ct200 as the fleet inventory
@@ -174,7 +191,7 @@ def run_on_copies_of_ct200(tmp_path: Path, cases: dict[str, dict[str, Any]], pla
     hosts = {"all": {"children": {"sglang_hosts": {"children": {group: {"hosts": {
         name: {"ansible_host": "ct200"} for name in cases}}}}}}}  # fmt: skip
     (inventory / "hosts.yml").write_text(yaml.safe_dump(hosts))
-    return _as_ct200(tmp_path, playbook, inventory / "hosts.yml", {"fleet_rollout_serial": ["100%"]}, cmdline=cmdline)
+    return as_ct200(tmp_path, playbook, inventory / "hosts.yml", {"fleet_rollout_serial": ["100%"]}, cmdline=cmdline)
 
 
 @dataclass

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from integration.preflight_runner import PROJECT_ROOT, _as_ct200
+from integration.preflight_runner import PROJECT_ROOT, as_ct200
 
 pytestmark = pytest.mark.slow
 
@@ -39,7 +39,7 @@ def fleet_with_router(tmp_path: Path) -> Path:
     ids=["policy", "metrics-port", "unpinned"],
 )
 def test_a_bad_router_setting_is_refused_before_any_replica_changes(tmp_path: Path, bad: dict, named: str) -> None:
-    run = _as_ct200(tmp_path, "playbooks/deploy.yml", fleet_with_router(tmp_path), bad, cmdline="--check")
+    run = as_ct200(tmp_path, "playbooks/deploy.yml", fleet_with_router(tmp_path), bad, cmdline="--check")
     assert run.status == "failed"
     failures = [e["event_data"] for e in run.events if e["event"] == "runner_on_failed"]
     assert [(f["host"], f["role"]) for f in failures] == [("lb1", "sglang_router")], failures

@@ -8,24 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from peer.resolver_cases import write_model_dirs
 
-from integration.preflight_runner import run_on_ct200
+from integration.preflight_runner import validate_on_ct200_with_local_models
 
 pytestmark = pytest.mark.slow
-
-
-def on_ct200_with_local_target(tmp_path: Path, settings: dict, *, present: bool = True):
-    """deploy.yml on ct200 in check mode, with the target and drafter as local fixture directories (8 attention
-    heads, 4096 positions); ``present=False`` points the target at a directory that is not there."""
-    models = tmp_path / "models"
-    models.mkdir()
-    dirs = write_model_dirs(models)
-    target = dirs["target"] if present else str(models / "not-yet-staged")
-    local = {"model_weights_target_repo": "", "model_weights_target_local_path": target,
-             "model_weights_drafter": None, "model_weights_drafter_repo": "",
-             "model_weights_drafter_local_path": dirs["drafter"]}  # fmt: skip
-    return run_on_ct200(tmp_path, {**local, **settings}, cmdline="--check --tags specgate-validate-only")
 
 
 @pytest.mark.parametrize(
@@ -35,7 +21,7 @@ def on_ct200_with_local_target(tmp_path: Path, settings: dict, *, present: bool 
     ids=["heads-over-tp", "context"],
 )
 def test_a_deployment_the_target_cannot_serve_is_refused_before_any_change(tmp_path: Path, settings, reason) -> None:
-    run = on_ct200_with_local_target(tmp_path, settings)
+    run = validate_on_ct200_with_local_models(tmp_path, settings)
     failures = [e["event_data"] for e in run.events if e["event"] == "runner_on_failed"]
     assert [(f["role"], f["task"]) for f in failures][:1] == [
         ("model_weights", "Refuse a deployment the target model cannot serve, before its weights are downloaded")
@@ -46,6 +32,6 @@ def test_a_deployment_the_target_cannot_serve_is_refused_before_any_change(tmp_p
 
 
 def test_a_target_not_on_the_host_yet_is_left_to_the_weights_stage(tmp_path: Path) -> None:
-    run = on_ct200_with_local_target(tmp_path, {"sglang_service_tp_size": 8}, present=False)
+    run = validate_on_ct200_with_local_models(tmp_path, {"sglang_service_tp_size": 8}, target_present=False)
     refused = [e["event_data"]["task"] for e in run.events if e["event"] == "runner_on_failed"]
     assert not [t for t in refused if "target model cannot serve" in t], refused

@@ -13,9 +13,8 @@ from typing import Any
 
 import pytest
 import yaml
-from peer.resolver_cases import write_model_dirs
 
-from integration.preflight_runner import run_on_ct200
+from integration.preflight_runner import validate_on_ct200_with_local_models
 
 pytestmark = pytest.mark.slow
 
@@ -39,16 +38,8 @@ def typed_defaults_as_strings() -> dict[str, str]:
 
 
 def validate_only(tmp_path: Path, settings: dict[str, Any]):
-    """deploy.yml on ct200 in check mode running only what is tagged always (the plan, preflight's facts and every
-    stage's validate entry point), with the target and drafter as local fixture directories (no hub)."""
-    models = tmp_path / "models"
-    models.mkdir()
-    dirs = write_model_dirs(models)
     # The fixture target holds 4096 positions: ct200's 128k context would be refused by the target's limits.
-    local = {"model_weights_target_repo": "", "model_weights_target_local_path": dirs["target"],
-             "model_weights_drafter": None, "model_weights_drafter_repo": "",
-             "model_weights_drafter_local_path": dirs["drafter"], "sglang_service_context_length": None}  # fmt: skip
-    return run_on_ct200(tmp_path, {**local, **settings}, cmdline="--check --tags specgate-validate-only")
+    return validate_on_ct200_with_local_models(tmp_path, {"sglang_service_context_length": None, **settings})
 
 
 def test_the_typed_settings_are_found():

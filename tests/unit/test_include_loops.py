@@ -70,28 +70,20 @@ def loops_inside(path: Path, seen: frozenset[Path] = frozenset()) -> list[str]:
     return found
 
 
-def looped_includes() -> list[tuple[Path, dict]]:
-    cases = []
-    for path in task_files():
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
-        for task in tasks_in(document):
-            if loops_over_item(task) and any(key in task for key in INCLUDE_KEYS):
-                cases.append((path, task))
-    return cases
-
-
-def test_every_looped_include_is_found() -> None:
-    # The subject must exist: the bootstrap's image build is a looped include.
-    assert any(path.name == "bootstrap_controller.yml" for path, _ in looped_includes_any_var())
-
-
-def looped_includes_any_var() -> list[tuple[Path, dict]]:
+def looped_includes(*, over_item_only: bool = True) -> list[tuple[Path, dict]]:
+    """Every include in a loop, in every task file: by default those whose loop variable is `item`."""
     return [
         (path, task)
         for path in task_files()
         for task in tasks_in(yaml.safe_load(path.read_text(encoding="utf-8")))
-        if any(key in task for key in LOOP_KEYS) and any(key in task for key in INCLUDE_KEYS)
+        if any(key in task for key in INCLUDE_KEYS)
+        and (loops_over_item(task) if over_item_only else any(key in task for key in LOOP_KEYS))
     ]
+
+
+def test_every_looped_include_is_found() -> None:
+    # The subject must exist: the bootstrap's image build is a looped include.
+    assert any(path.name == "bootstrap_controller.yml" for path, _ in looped_includes(over_item_only=False))
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ release renamed or retired are refused with what replaced them.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 # How alike an unprefixed name must be to a declared one to be taken for its misspelling (difflib's ratio):
@@ -69,15 +69,14 @@ def declared_names(spec_documents: Iterable[dict]) -> set[str]:
     return names
 
 
-def shortened_match(name: str, known: Iterable[str], prefix: str) -> str | None:
-    """The declared name (carrying ``prefix``) that ``name`` shortens: ``name`` less some leading words of the
-    stages' prefixes (STAGE_WORDS) is the declared name's suffix, underscores aside (`sglang_block_size`,
-    `spec_blocksize` and `block_size` all shorten `sglang_service_block_size`); None when it shortens none."""
+def shortened_match(name: str, suffixes: Mapping[str, str]) -> str | None:
+    """The declared name that ``name`` shortens: ``name`` less some leading words of the stages' prefixes
+    (STAGE_WORDS) is a declared name's suffix, underscores aside (`sglang_block_size`, `spec_blocksize` and
+    `block_size` all shorten `sglang_service_block_size`). ``suffixes``: declared_suffixes of the names looked in.
+    None when it shortens none."""
     if name.startswith(SHARED_PREFIX):
         return None
     words = name.split("_")
-    suffixes = {known_name[len(prefix):].replace("_", ""): known_name
-                for known_name in sorted(known) if known_name.startswith(prefix)}  # fmt: skip
     for dropped in range(len(words)):
         if dropped and words[dropped - 1] not in STAGE_WORDS:
             return None
@@ -85,6 +84,17 @@ def shortened_match(name: str, known: Iterable[str], prefix: str) -> str | None:
         if len(rest) >= SHORTENED_MIN_LENGTH and rest in suffixes:
             return suffixes[rest]
     return None
+
+
+def declared_suffixes(known: Iterable[str], prefixes: Iterable[str]) -> dict[str, str]:
+    """Each declared name's suffix after its stage prefix, underscores removed -> the declared name (the first
+    prefix's name where two stages share a suffix)."""
+    suffixes: dict[str, str] = {}
+    for prefix in prefixes:
+        for name in sorted(known, reverse=True):
+            if name.startswith(prefix):
+                suffixes.setdefault(name[len(prefix):].replace("_", ""), name)
+    return suffixes
 
 
 def unknown_variables(
@@ -97,6 +107,7 @@ def unknown_variables(
     known_sorted = sorted(known_set)
     prefix_tuple = tuple(prefixes)
     other_prefixes = tuple(prefix for prefix in others if not prefix.startswith(prefix_tuple)) if prefix_tuple else ()
+    suffixes = declared_suffixes(known_set, prefix_tuple)
     found = []
     for name in sorted(set(names)):
         if name.startswith("_") or name in known_set:
@@ -111,8 +122,7 @@ def unknown_variables(
             found.append(UnknownVariable(name, close[0] if close else None))
             continue
         close = difflib.get_close_matches(name, known_sorted, n=1, cutoff=NEAR_MISS_RATIO)
-        shortened = next((match for prefix in prefix_tuple if (match := shortened_match(name, known_set, prefix))),
-                         None)  # fmt: skip
+        shortened = shortened_match(name, suffixes)
         if close or shortened:
             found.append(UnknownVariable(name, close[0] if close else shortened))
     return found

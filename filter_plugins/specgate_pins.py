@@ -2,7 +2,7 @@
 the checks that judge pins on the controller.
 
     {{ sglang_router_packages | specgate_unpinned }}                 lines that pin no exact version (or do not parse)
-    {{ sglang_router_packages | specgate_requirement_names }}        each line's canonical name (sglang-router)
+    {{ sglang_router_packages | specgate_requirement_names('sglang_router_packages') }}   each line's canonical name
     {{ installed | sglang_env_install_refusal(specgate_engine) }}    '' or the sentence naming the variable to fix
 """
 
@@ -25,8 +25,9 @@ def unpinned(lines: Iterable[str]) -> list[str]:
     return [line for line in lines if not pinned(line)]
 
 
-def requirement_names(lines: Iterable[str]) -> list[str]:
-    return [canonicalize_name(name_of(line)) for line in lines]
+def requirement_names(lines: Iterable[str], variable: str) -> list[str]:
+    """Each line's canonical name; a line pip cannot read fails naming ``variable``, the list it came from."""
+    return [canonicalize_name(name_of(line, variable)) for line in lines]
 
 
 class FilterModule:

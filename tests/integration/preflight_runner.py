@@ -124,16 +124,17 @@ def run_entries(tmp_path: Path, role: str, entries: list[str], extravars: dict[s
 
 
 def run_on_ct200(tmp_path: Path, extravars: dict[str, Any], playbook: str = "deploy.yml",
-                 cmdline: str | None = None) -> ansible_runner.Runner:
+                 cmdline: str | None = None, envvars: dict[str, str] | None = None) -> ansible_runner.Runner:
     """A project playbook as users run it (`-l ct200`, the fleet inventory), on this machine over the local
     connection with ct200's nvidia-smi faked: for refusals that must come before any stage changes the host."""
     return as_ct200(tmp_path, playbook, PROJECT_ROOT / "inventory" / "hosts.yml", extravars, limit="ct200",
-                     cmdline=cmdline)
+                     cmdline=cmdline, envvars=envvars)
 
 
 def as_ct200(tmp_path: Path, playbook: str, inventory: Path, extravars: dict[str, Any], *, limit: str | None = None,
-              cmdline: str | None = None) -> ansible_runner.Runner:  # fmt: skip
-    """A project playbook on this machine over the local connection, ct200's nvidia-smi faked, no disk floor."""
+              cmdline: str | None = None, envvars: dict[str, str] | None = None) -> ansible_runner.Runner:  # fmt: skip
+    """A project playbook on this machine over the local connection, ct200's nvidia-smi faked, no disk floor.
+    ``envvars``: Ansible settings on top of the project's ansible.cfg."""
     smi = fake_nvidia_smi(tmp_path, "ct200_sm120_pcie")
     private = tmp_path / "runner"
     private.mkdir()
@@ -150,7 +151,7 @@ def as_ct200(tmp_path: Path, playbook: str, inventory: Path, extravars: dict[str
             "preflight_min_free_gib": {"/": 0},
             **extravars,
         },
-        envvars={"ANSIBLE_CONFIG": str(PROJECT_ROOT / "ansible.cfg")},
+        envvars={"ANSIBLE_CONFIG": str(PROJECT_ROOT / "ansible.cfg"), **(envvars or {})},
         cmdline=cmdline,
         quiet=True,
     )

@@ -29,14 +29,18 @@ def hub_root(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     return root, fixtures.write_fixtures(root)
 
 
-def play(tmp_path: Path, role_vars: dict[str, Any], check: bool = False, tags: str = "") -> ansible_runner.Runner:
+def play(tmp_path: Path, role_vars: dict[str, Any], check: bool = False, tags: str = "",
+         before: tuple[str, ...] = ()) -> ansible_runner.Runner:  # fmt: skip
+    """The role on localhost; ``before``: its entry points to run first, as deploy.yml runs them (target_limits)."""
     private = tmp_path / f"runner-{len(list(tmp_path.glob('runner-*')))}"
     (private / "project").mkdir(parents=True)
     (private / "inventory").mkdir()
     (private / "inventory" / "hosts").write_text(
         f"localhost ansible_connection=local ansible_python_interpreter={sys.executable}\n")
     plays = [{"name": "model_weights under test", "hosts": "localhost", "gather_facts": False,
-              "roles": ["model_weights"]}]
+              "pre_tasks": [{"name": f"Entry point {entry}", "ansible.builtin.include_role": {
+                  "name": "model_weights", "tasks_from": entry}} for entry in before],
+              "roles": ["model_weights"]}]  # fmt: skip
     (private / "project" / "play.yml").write_text(json.dumps(plays))
     (private / "env").mkdir()
     (private / "env" / "extravars").write_text(json.dumps(role_vars))
@@ -332,8 +336,15 @@ def test_prestaged_target_and_drafter_need_no_hub_and_are_not_written(hub_root, 
     run = play(tmp_path, role_vars("http://127.0.0.1:9", tmp_path / "models", model_weights_target_repo="",
                                    model_weights_drafter_repo="",
                                    model_weights_target_local_path=str(staged / "target"),
-                                   model_weights_drafter_local_path=str(staged / "drafter")))
+                                   model_weights_drafter_local_path=str(staged / "drafter")),
+               before=("validate", "target_limits"))  # as deploy.yml runs them
     assert run.status == "successful", results(run, "runner_on_failed")
+    # The config on the host already is read and judged once, by the entry point: the target step does not again.
+    reads = [res for task, res in results(run, "runner_on_ok") if task.startswith("Read the target's config")]
+    judged = [task for task, _res in results(run, "runner_on_ok") if task.startswith("Refuse a deployment the target")]
+    assert len(reads) == 1, reads
+    assert "content" in reads[0], reads
+    assert len(judged) == 1, judged
     weights_fact = fact(run, "specgate_weights")
     assert weights_fact["target_path"] == str(staged / "target")
     assert weights_fact["drafter_path"] == str(staged / "drafter")

@@ -187,4 +187,6 @@ def test_the_router_reads_its_pins_as_pip_does():
     filters = FilterModule().filters()
     lines = ["sglang-router == 0.3.2", "SGLang_Router[all]==0.3.2", "sglang-router>=0.3", "==0.3"]
     assert filters["specgate_unpinned"](lines) == ["sglang-router>=0.3", "==0.3"]
-    assert filters["specgate_requirement_names"](lines[:3]) == ["sglang-router"] * 3
+    assert filters["specgate_requirement_names"](lines[:3], "sglang_router_packages") == ["sglang-router"] * 3
+    with pytest.raises(ValueError, match=r"^sglang_router_packages: '==0\.3' is not a requirement pip can read"):
+        filters["specgate_requirement_names"](lines[3:], "sglang_router_packages")

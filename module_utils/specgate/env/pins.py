@@ -38,13 +38,14 @@ def exact_version(requirement: Requirement) -> str | None:
     return only.version
 
 
-def is_pinned(line: str) -> bool:
-    return exact_version(parse_requirement(line, "sglang_env_packages")) is not None
+def is_pinned(line: str, variable: str = "sglang_env_packages") -> bool:
+    """Whether ``line`` pins one exact version; ValueError naming ``variable`` (the list it came from) if unreadable."""
+    return exact_version(parse_requirement(line, variable)) is not None
 
 
-def name_of(line: str) -> str:
+def name_of(line: str, variable: str = "sglang_env_packages") -> str:
     """The distribution's name as written (`flashinfer-python[cu13]==0.7.2` -> `flashinfer-python`)."""
-    return parse_requirement(line, "sglang_env_packages").name
+    return parse_requirement(line, variable).name
 
 
 def sglang_pin(packages: list[str]) -> str:

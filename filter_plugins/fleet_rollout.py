@@ -1,6 +1,9 @@
-"""Filters: a fleet rollout's batch plan, the verdict at the end of each batch, and the fleet report.
+"""Filters: a fleet rollout's policy and plan, the verdict at the end of each batch, the fleet report, and the words
+that ask a person to approve the next batch.
 
-The logic lives in module_utils/specgate/fleet/rollout.py (unit-tested); these only hand Ansible's values over.
+The logic lives in module_utils/specgate/fleet/rollout.py and approval.py (unit-tested); these only hand Ansible's
+values over. The batch verdict and the report read the hosts' published rows from ``hostvars`` in Python, not in
+Jinja loops.
 """
 
 from __future__ import annotations
@@ -8,12 +11,20 @@ from __future__ import annotations
 from typing import Any
 
 import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: F401 - module_utils on the path
-from ansible.module_utils.specgate.fleet import rollout
+from ansible.module_utils.specgate.fleet import approval, rollout
 
 
-def fleet_rollout_serial_refusal(serial: Any) -> str:
-    """`{{ fleet_rollout_serial | fleet_rollout_serial_refusal }}` → '' or the refusal naming the variable."""
-    return rollout.validate_serial(serial)
+def fleet_rollout_policy_refusal(settings: dict[str, Any]) -> str:
+    """`{{ _fleet_rollout_settings | fleet_rollout_policy_refusal }}` → '' or every problem, naming its variable."""
+    return rollout.RolloutPolicy.from_settings(settings).refusal()
+
+
+def fleet_rollout_plan(settings: dict[str, Any], hosts: list[str], rollout_id: str, router: str,
+                       reports_dir: str) -> dict[str, Any]:  # fmt: skip
+    """`{{ _fleet_rollout_settings | fleet_rollout_plan(ansible_play_hosts_all, id, router, dir) }}` → the
+    specgate_rollout fact: the policy, its batches, the router and the report's directory."""
+    policy = rollout.RolloutPolicy.from_settings(settings)
+    return rollout.plan(policy, hosts, rollout_id=rollout_id, router=router, reports_dir=reports_dir)
 
 
 def fleet_rollout_batches(hosts: list[str], serial: Any) -> list[list[str]]:
@@ -21,39 +32,36 @@ def fleet_rollout_batches(hosts: list[str], serial: Any) -> list[list[str]]:
     return rollout.batches(hosts, serial)
 
 
-def fleet_rollout_batch_verdict(batch_hosts: list[str], rows: dict[str, Any], max_fail_percentage: int) -> dict:
-    """`{{ batch | fleet_rollout_batch_verdict(rows, pct) }}` → {stop, failed, share, message}."""
-    return rollout.batch_verdict(batch_hosts, rows, int(max_fail_percentage))
+def fleet_rollout_disagreeing(hostvars: Any, hosts: list[str]) -> list[str]:
+    """`{{ hostvars | fleet_rollout_disagreeing(ansible_play_hosts_all) }}` → the rollout settings the hosts'
+    inventory values disagree on."""
+    return rollout.disagreeing(hostvars, hosts)
 
 
-def fleet_rollout_report_rows(hosts: list[str], serial: Any, rows: dict[str, Any], reached: list[str]) -> list[dict]:
-    """`{{ hosts | fleet_rollout_report_rows(serial, rows, reached) }}` → one row per host in batch order."""
-    return rollout.report_rows(hosts, serial, rows, reached)
+def fleet_rollout_batch_end(plan: dict[str, Any], hostvars: Any, host: str) -> dict[str, Any]:
+    """`{{ specgate_rollout | fleet_rollout_batch_end(hostvars, inventory_hostname) }}` → the batch's verdict
+    {stop, failed, message, number, promoted, not_started, next_batch, waits_for_approval}."""
+    return rollout.batch_end(plan, hostvars, host)
 
 
-def fleet_rollout_report_markdown(rows: list[dict], plan: dict[str, Any]) -> str:
-    """`{{ rows | fleet_rollout_report_markdown(plan) }}` → the fleet report's markdown."""
-    return rollout.report_markdown(plan, rows)
+def fleet_rollout_report(plan: dict[str, Any], hostvars: Any, batch_number: int, stopped: str = "") -> dict[str, Any]:
+    """`{{ specgate_rollout | fleet_rollout_report(hostvars, n, stopped) }}` → {json, markdown} of the fleet report."""
+    return rollout.report(plan, hostvars, int(batch_number), stopped)
 
 
-def fleet_rollout_hosts_through(batches: list[list[str]], number: int) -> list[str]:
-    """`{{ specgate_rollout.batches | fleet_rollout_hosts_through(n) }}` → the hosts of batches 1..n."""
-    return rollout.hosts_through(batches, number)
-
-
-def fleet_rollout_hosts_after(batches: list[list[str]], number: int) -> list[str]:
-    """`{{ specgate_rollout.batches | fleet_rollout_hosts_after(n) }}` → the hosts of the batches after n."""
-    return rollout.hosts_after(batches, number)
+def fleet_rollout_approval_request(plan: dict[str, Any], batch_number: int, hosts: list[str]) -> str:
+    """`{{ specgate_rollout | fleet_rollout_approval_request(n, hosts) }}` → what the person is asked, with commands."""
+    return approval.instructions(plan["reports_dir"], int(batch_number), list(hosts), int(plan["pause_timeout"]))
 
 
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
-            "fleet_rollout_serial_refusal": fleet_rollout_serial_refusal,
+            "fleet_rollout_policy_refusal": fleet_rollout_policy_refusal,
+            "fleet_rollout_plan": fleet_rollout_plan,
             "fleet_rollout_batches": fleet_rollout_batches,
-            "fleet_rollout_batch_verdict": fleet_rollout_batch_verdict,
-            "fleet_rollout_report_rows": fleet_rollout_report_rows,
-            "fleet_rollout_report_markdown": fleet_rollout_report_markdown,
-            "fleet_rollout_hosts_through": fleet_rollout_hosts_through,
-            "fleet_rollout_hosts_after": fleet_rollout_hosts_after,
+            "fleet_rollout_disagreeing": fleet_rollout_disagreeing,
+            "fleet_rollout_batch_end": fleet_rollout_batch_end,
+            "fleet_rollout_report": fleet_rollout_report,
+            "fleet_rollout_approval_request": fleet_rollout_approval_request,
         }

@@ -5,6 +5,8 @@ later batches, as the real deploy.yml composes them (the same role entry points,
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import ansible_runner
@@ -54,7 +56,7 @@ PLAYBOOK = """
 
 def run(tmp_path: Path, hosts: list[str], group_vars: dict, fail_hosts: list[str] | None = None,
         host_vars: dict | None = None, *, limit: str | None = None) -> ansible_runner.Runner:
-    (tmp_path / "project").mkdir()
+    (tmp_path / "project").mkdir(parents=True)
     (tmp_path / "private").mkdir()
     (tmp_path / "project" / "play.yml").write_text(PLAYBOOK)
     inventory = {"all": {"children": {"sglang_hosts": {
@@ -147,6 +149,9 @@ def test_one_replica_of_a_fleet_behind_a_router_may_be_rolled_alone(tmp_path) ->
         ({"fleet_rollout_max_fail_percentage": 120}, None, "fleet_rollout_max_fail_percentage"),
         ({"fleet_rollout_router": "lb9"}, None, "fleet_rollout_router"),
         ({"fleet_rollout_bake_seconds": 10, "fleet_rollout_bake_interval": 5}, None, "fleet_rollout_bake_seconds"),
+        ({"fleet_rollout_pause_between_batches": True, "fleet_rollout_pause_timeout": 0}, None,
+         "fleet_rollout_pause_timeout"),
+        ({}, {"h2": {"fleet_rollout_pause_between_batches": True}}, "fleet_rollout_pause_between_batches"),
         ({}, {"h2": {"fleet_rollout_serial": [2]}}, "fleet_rollout_serial"),
         ({"fleet_rollout_seriall": [1]}, None, "fleet_rollout_seriall"),
         # Both replicas out of the router at once would leave none: refused before the run, not mid-batch.
@@ -158,3 +163,72 @@ def test_the_plan_refuses_bad_settings_before_any_host_changes(tmp_path, group_v
     assert runner.status == "failed"
     assert variable in messages(runner)
     assert hosts_of_task(runner, "Stand in for the stages and the gate") == []
+
+
+def _answer_when_asked(tmp_path: Path, file: str, delay: float = 1.0) -> threading.Thread:
+    """A person at the controller: once the report of the first batch is written, after ``delay`` s, writes ``file``
+    in the rollout's report directory (approve-batch-2, or stop)."""
+    def answer() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            reports = list((tmp_path / "reports").glob("*/fleet.md"))
+            if reports:
+                time.sleep(delay)
+                (reports[0].parent / file).write_text("")
+                return
+            time.sleep(0.2)
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    return thread
+
+
+APPROVAL = {"fleet_rollout_serial": [1, "100%"], "fleet_rollout_pause_between_batches": True}
+
+
+def test_a_person_approves_the_next_batch_before_it_starts(tmp_path) -> None:
+    answered = _answer_when_asked(tmp_path, "approve-batch-2")
+    runner = run(tmp_path, ["h1", "h2", "h3"], APPROVAL)
+    answered.join(timeout=5)
+    assert runner.status == "successful", messages(runner)
+    # Asked once, between the two batches, with the command that approves batch 2.
+    asked = [e["event_data"]["res"]["msg"] for e in runner.events if e["event"] == "runner_on_ok"
+             and e["event_data"]["task"].startswith("Ask a person to approve batch")]
+    assert len(asked) == 1, asked
+    assert "batch 2 (h2, h3)" in asked[0]
+    assert "approve-batch-2 to start it" in asked[0]
+    waited = [e["event_data"]["res"] for e in runner.events if e["event"] == "runner_on_ok"
+              and e["event_data"]["task"].startswith("Wait on the controller for a stop or the approval of batch")]
+    assert [w["decision"] for w in waited] == ["approved"]
+    assert waited[0]["waited_s"] >= 1
+    assert [r["outcome"] for r in report(tmp_path)["hosts"]] == ["promoted"] * 3
+
+
+def test_a_person_stops_the_rollout_between_batches_and_the_report_says_so(tmp_path) -> None:
+    answered = _answer_when_asked(tmp_path, "stop")
+    runner = run(tmp_path, ["h1", "h2", "h3"], APPROVAL)
+    answered.join(timeout=5)
+    assert runner.status == "failed"
+    assert hosts_of_task(runner, "Stand in for the stages and the gate") == ["h1"]
+    assert "Rollout stopped before batch 2" in messages(runner)
+    assert "not started: h2, h3" in messages(runner)
+    written = report(tmp_path)
+    assert written["rollout"]["stopped"].startswith("Rollout stopped before batch 2")
+    assert {r["host"]: r["outcome"] for r in written["hosts"]} == {"h1": "promoted", "h2": "not started",
+                                                                  "h3": "not started"}  # fmt: skip
+
+
+def test_an_unapproved_batch_never_starts_once_the_wait_times_out(tmp_path) -> None:
+    runner = run(tmp_path, ["h1", "h2"], {**APPROVAL, "fleet_rollout_pause_timeout": 2})
+    assert runner.status == "failed"
+    assert hosts_of_task(runner, "Stand in for the stages and the gate") == ["h1"]
+    assert "nobody approved it within 2 s (fleet_rollout_pause_timeout" in messages(runner)
+
+
+def test_a_failed_batch_stops_without_asking_and_the_last_batch_asks_nothing(tmp_path) -> None:
+    failed = run(tmp_path / "a", ["h1", "h2"], APPROVAL, fail_hosts=["h1"])
+    assert failed.status == "failed"
+    assert not [e for e in failed.events if e["event_data"].get("task", "").startswith("Ask a person")]
+    one_batch = run(tmp_path / "b", ["h1", "h2"], {**APPROVAL, "fleet_rollout_serial": ["100%"]})
+    assert one_batch.status == "successful", messages(one_batch)
+    assert not [e for e in one_batch.events if e["event_data"].get("task", "").startswith("Ask a person")]

@@ -1,15 +1,20 @@
-"""A rollout over a fleet: the batches, the verdict at the end of each batch, and the fleet report.
+"""A rollout over a fleet: its policy (batches, failure budget, bake, a person's approval between batches), the verdict
+at the end of each batch, and the fleet report.
 
 Controller-side (filter_plugins/fleet_rollout.py). Ansible runs the batches (``serial``); what this decides is what
 Ansible's own ``max_fail_percentage`` cannot: it is judged when every host of the batch has finished its gate (each
 one promoted or restored), never in the middle of another host's switch, and an unreachable host counts as a failed
 one (ansible#82834: ``any_errors_fatal`` lets a play go on past an unreachable host).
+
+A new policy is one place: RolloutPolicy holds every setting of how the fleet is rolled (read from the
+fleet_rollout_* variables by ``from_settings``), refuses a bad one, and answers the questions the batches ask.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 # What a host's row says happened to it, as the report and the batch verdict read it.
@@ -185,3 +190,182 @@ def report_markdown(rollout: Mapping[str, Any], rows: Sequence[Mapping[str, Any]
             + " |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _whole(value: Any) -> int | None:
+    """A whole number as Ansible may hand it over (an int, or its text from -e); None for anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    text = str(value).strip()
+    return int(text) if text.lstrip("-").isdigit() else None
+
+
+def _flag(value: Any) -> bool | None:
+    """A boolean as Ansible may hand it over (a bool, or yes/no/true/false text from -e); None for anything else."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    return {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False,
+            "0": False}.get(text)  # fmt: skip
+
+
+# Each policy field is set by the variable of this prefix and its name (fleet_rollout_bake_seconds).
+VARIABLE_PREFIX = "fleet_rollout_"
+
+
+@dataclass(frozen=True)
+class RolloutPolicy:
+    """How a fleet is rolled: the batches (Ansible's serial), the failure budget per batch, the bake after each gate,
+    and whether a person approves each batch after the first. Each field is set by fleet_rollout_<field>."""
+
+    serial: Any = field(default_factory=lambda: [1, "25%", "100%"])
+    max_fail_percentage: int = 0
+    bake_seconds: int = 0
+    bake_interval: int = 5
+    pause_between_batches: bool = False
+    pause_timeout: int = 3600
+    problems: tuple[str, ...] = ()
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> RolloutPolicy:
+        """The policy of the fleet_rollout_* ``settings`` (values as typed or as -e text; a missing one keeps its
+        default). A value of the wrong type becomes a problem ``refusal`` names, never a silent default."""
+        values: dict[str, Any] = {}
+        problems = []
+        for spec in fields(cls):
+            variable = VARIABLE_PREFIX + spec.name
+            if spec.name == "problems" or variable not in settings:
+                continue
+            raw = settings[variable]
+            if spec.type == "int":
+                values[spec.name] = _whole(raw)
+                if values[spec.name] is None:
+                    problems.append(f"{variable}: {raw!r} is not a whole number. Fix: e.g. {spec.default}.")
+                    del values[spec.name]
+            elif spec.type == "bool":
+                values[spec.name] = _flag(raw)
+                if values[spec.name] is None:
+                    problems.append(f"{variable}: {raw!r} is not true or false.")
+                    del values[spec.name]
+            else:  # serial: plain data (Ansible hands over its own lazy list types)
+                values[spec.name] = list(raw) if isinstance(raw, (list, tuple)) else raw
+        return cls(problems=tuple(problems), **values)
+
+    def refusal(self) -> str:
+        """'' when the policy can run, else every problem, each naming its variable and the fix."""
+        problems = list(self.problems)
+        if serial := validate_serial(self.serial):
+            problems.append(serial)
+        if not 0 <= self.max_fail_percentage <= 100:
+            problems.append(
+                f"fleet_rollout_max_fail_percentage: {self.max_fail_percentage} is not a percentage. "
+                "Fix: 0 (any failed host stops the rollout) up to 100."
+            )
+        if self.bake_seconds < 0 or (self.bake_seconds > 0 and (
+                self.bake_interval <= 0 or self.bake_seconds < 3 * self.bake_interval)):  # fmt: skip
+            problems.append(
+                f"fleet_rollout_bake_seconds: {self.bake_seconds} with fleet_rollout_bake_interval "
+                f"{self.bake_interval} gives fewer than the 3 windows a failure needs. Fix: a bake of at least three "
+                "intervals (e.g. 300 s at 5 s), or 0 for no bake."
+            )
+        if self.pause_between_batches and self.pause_timeout <= 0:
+            problems.append(
+                f"fleet_rollout_pause_timeout: {self.pause_timeout} leaves a person no time to approve a batch. "
+                "Fix: the seconds to wait for an approval before the rollout stops (e.g. 3600)."
+            )
+        return " ".join(problems)
+
+    def batches(self, hosts: Sequence[str]) -> list[list[str]]:
+        return batches(hosts, self.serial)
+
+    def verdict(self, batch_hosts: Sequence[str], rows: Mapping[str, Mapping[str, Any] | None]) -> dict[str, Any]:
+        return batch_verdict(batch_hosts, rows, self.max_fail_percentage)
+
+    def waits_for_approval(self, batch_number: int, batch_count: int, verdict: Mapping[str, Any]) -> bool:
+        """Whether a person approves the next batch before it starts: a batch that went on, with one after it."""
+        return self.pause_between_batches and not verdict.get("stop") and batch_number < batch_count
+
+    def as_fact(self) -> dict[str, Any]:
+        """The policy's fields as the specgate_rollout fact carries them (from_fact reads them back)."""
+        return {spec.name: getattr(self, spec.name) for spec in fields(self) if spec.name != "problems"}
+
+    @classmethod
+    def from_fact(cls, fact: Mapping[str, Any]) -> RolloutPolicy:
+        return cls.from_settings({VARIABLE_PREFIX + spec.name: fact[spec.name] for spec in fields(cls)
+                                  if spec.name in fact})  # fmt: skip
+
+
+def plan(policy: RolloutPolicy, hosts: Sequence[str], *, rollout_id: str, router: str,
+         reports_dir: str) -> dict[str, Any]:  # fmt: skip
+    """The specgate_rollout fact: the policy, its batches over ``hosts``, the router and the report's directory."""
+    return {"id": rollout_id, **policy.as_fact(), "batches": policy.batches(hosts), "router": router,
+            "reports_dir": f"{str(reports_dir).rstrip('/')}/{rollout_id}"}  # fmt: skip
+
+
+def published(hostvars: Mapping[str, Any], hosts: Sequence[str], name: str) -> dict[str, Any]:
+    """What each of ``hosts`` published as the fact ``name`` (None for a host without it: unreachable, or not reached
+    yet), read from Ansible's hostvars."""
+    return {host: value if isinstance(value, Mapping) else None
+            for host, value in published_values(hostvars, hosts, name).items()}  # fmt: skip
+
+
+def disagreeing(hostvars: Mapping[str, Any], hosts: Sequence[str]) -> list[str]:
+    """The rollout settings (the policy's and the router) that differ between ``hosts`` in the inventory: the batches
+    are one plan for the fleet, so a host-level value would make the hosts disagree on it."""
+    names = [VARIABLE_PREFIX + spec.name for spec in fields(RolloutPolicy) if spec.name != "problems"]
+    names.append(VARIABLE_PREFIX + "router")
+    out = []
+    for name in names:
+        values = {repr(row) for row in published_values(hostvars, hosts, name).values()}
+        if len(values) > 1:
+            out.append(name)
+    return out
+
+
+def published_values(hostvars: Mapping[str, Any], hosts: Sequence[str], name: str) -> dict[str, Any]:
+    """Each host's own value of ``name`` in Ansible's hostvars (None where it has none)."""
+    out: dict[str, Any] = {}
+    for host in hosts:
+        facts = hostvars.get(host) if hasattr(hostvars, "get") else None
+        value = facts.get(name) if facts is not None and hasattr(facts, "get") else None
+        out[host] = _plain(value)
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """Ansible's lazy containers as plain data."""
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value
+
+
+def batch_end(rollout: Mapping[str, Any], hostvars: Mapping[str, Any], host: str) -> dict[str, Any]:
+    """At the end of ``host``'s batch: the batch's verdict over its hosts' published rows (specgate_rollout_row),
+    with the batch's number, the hosts promoted so far, those no batch reached yet, and whether a person approves
+    the next batch before it starts."""
+    plan_batches = [list(batch) for batch in rollout["batches"]]
+    number = next(index for index, batch in enumerate(plan_batches, start=1) if host in batch)
+    policy = RolloutPolicy.from_fact(rollout)
+    batch = plan_batches[number - 1]
+    verdict = policy.verdict(batch, published(hostvars, batch, "specgate_rollout_row"))
+    everyone = published(hostvars, [h for b in plan_batches for h in b], "specgate_rollout_row")
+    return {**verdict, "number": number, "batch_count": len(plan_batches),
+            "promoted": [h for h, row in everyone.items() if outcome_of(row) == PROMOTED],
+            "not_started": hosts_after(plan_batches, number),
+            "next_batch": plan_batches[number] if number < len(plan_batches) else [],
+            "waits_for_approval": policy.waits_for_approval(number, len(plan_batches), verdict)}  # fmt: skip
+
+
+def report(rollout: Mapping[str, Any], hostvars: Mapping[str, Any], batch_number: int, stopped: str = "") -> dict:
+    """The fleet report after batch ``batch_number``: {'json': the plan and one row per host, 'markdown': the table}.
+    Every host of the rollout has a row: its own, unreachable (a batch reached it, it left none) or not started."""
+    plan_batches = [list(batch) for batch in rollout["batches"]]
+    hosts = [h for batch in plan_batches for h in batch]
+    rows = report_rows(hosts, rollout["serial"], published(hostvars, hosts, "specgate_rollout_row"),
+                       hosts_through(plan_batches, batch_number))
+    shown = {**rollout, "stopped": stopped}
+    return {"json": {"rollout": shown, "hosts": rows}, "markdown": report_markdown(shown, rows)}

@@ -14,6 +14,12 @@ import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: 
 from ansible.module_utils.specgate.gate.bench_client import BenchError
 from ansible.module_utils.specgate.gate.bench_prompts import USER_SET, Prompt
 from ansible.module_utils.specgate.gate.bench_runner import BenchSettings, validate
+from ansible.module_utils.specgate.gate.gate_metrics import (
+    VARIABLE_PREFIX,
+    same_thresholds,
+    threshold_keys,
+    threshold_refusal,
+)
 
 
 def spec_gate_bench_refusal(settings: dict[str, Any]) -> str:
@@ -125,6 +131,23 @@ def spec_gate_metric_means(metrics: list[dict[str, Any]]) -> list[dict[str, Any]
     ]
 
 
+def spec_gate_threshold_variables(names: list[str]) -> list[str]:
+    """`{{ query('ansible.builtin.varnames', '^spec_gate_') | spec_gate_threshold_variables }}` → the variables of
+    the gate's metric registry (gate_metrics.GATE_METRICS) among ``names``, in the registry's order."""
+    wanted = [VARIABLE_PREFIX + key for key in threshold_keys()]
+    return [name for name in wanted if name in set(names)]
+
+
+def spec_gate_threshold_refusal(thresholds: dict[str, Any]) -> str:
+    """`{{ _spec_gate_thresholds | spec_gate_threshold_refusal }}` → '' or the first threshold out of its range."""
+    return threshold_refusal(thresholds)
+
+
+def spec_gate_same_thresholds(stored: dict[str, Any] | None, thresholds: dict[str, Any]) -> bool:
+    """`{{ gate_json.thresholds | spec_gate_same_thresholds(_spec_gate_thresholds) }}` → judged with these?"""
+    return same_thresholds(stored, thresholds)
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
@@ -132,5 +155,8 @@ class FilterModule:
             "spec_gate_accept_ceiling": spec_gate_accept_ceiling,
             "spec_gate_pointer_id": spec_gate_pointer_id,
             "spec_gate_metric_means": spec_gate_metric_means,
+            "spec_gate_threshold_variables": spec_gate_threshold_variables,
+            "spec_gate_threshold_refusal": spec_gate_threshold_refusal,
+            "spec_gate_same_thresholds": spec_gate_same_thresholds,
         }
 

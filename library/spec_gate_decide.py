@@ -13,13 +13,7 @@ from ansible.module_utils.specgate.gate.gate_decision import (
     failure_paragraph,
     needs_more_runs,
 )
-from ansible.module_utils.specgate.gate.gate_metrics import (
-    ACCEPT_SOURCES,
-    CELL_METRICS,
-    Cell,
-    Thresholds,
-    build_conditions,
-)
+from ansible.module_utils.specgate.gate.gate_metrics import build_conditions, thresholds_of
 
 REFERENCE_SOURCES = ("measured_now", "stored")
 
@@ -78,43 +72,15 @@ options:
     type: list
     elements: dict
     default: []
-  min_accept_length:
-    description: Minimum acceptance length on I(accept_length_set); unset skips the metric.
-    type: float
-  accept_length_set:
-    description: Prompt set whose acceptance length is gated.
-    type: str
-    default: code
-  accept_length_source:
-    description: C(request) (SGLang's per-request fields, token-weighted) or C(server) (C(/server_info) after a flush).
-    type: str
-    choices: [request, server]
-    default: request
-  min_correctness:
-    description: Minimum coding-eval pass rate (0..1); unset skips the metric.
-    type: float
-  min_speedup:
-    description: Minimum output tok/s ratio over the no-speculation baseline on I(speedup_cell); unset skips it.
-    type: float
-  speedup_cell:
-    description: Cell C({set, context, concurrency}) the speedup is measured on.
-    type: dict
-  max_regression:
-    description: Largest allowed drop of I(regression_metric) against known-good on I(regression_cell), as a fraction.
-    type: float
-  regression_metric:
-    description: Cell metric compared with known-good.
-    type: str
-    choices: [output_tok_s, request_per_s]
-    default: output_tok_s
-  regression_cell:
-    description: Cell C({set, context, concurrency}) compared with known-good.
-    type: dict
-  failure_limit:
+  thresholds:
     description:
-      - Fail a metric once more than this many single runs missed its threshold.
-      - Unset judges by the interval only.
-    type: int
+      - The gate's settings by short name or by their spec_gate_ variable, one per metric of the gate's registry
+        (module_utils/specgate/gate/gate_metrics.py GATE_METRICS) and the settings each reads -
+        min_accept_length (with accept_length_set, accept_length_source), min_correctness, min_speedup (with
+        speedup_cell), max_regression (with regression_metric, regression_cell), and failure_limit.
+      - A null threshold skips its metric; a missing setting takes its default. Numbers may come as text.
+    type: dict
+    default: {}
   confidence:
     description: Confidence level of the intervals.
     type: float
@@ -140,9 +106,10 @@ EXAMPLES = r"""
     runs: "{{ _spec_gate_runs }}"
     release: "{{ specgate_release.id }}"
     known_good_release: "{{ specgate_release.known_good_id | default('', true) }}"
-    min_accept_length: 3.0
-    accept_length_set: code
-    min_correctness: 0.9
+    thresholds:
+      min_accept_length: 3.0
+      accept_length_set: code
+      min_correctness: 0.9
     max_runs: 5
   register: __spec_gate_decision
 """
@@ -185,45 +152,16 @@ ARGUMENT_SPEC = {
     "known_good_source": {"type": "str", "choices": list(REFERENCE_SOURCES), "default": "stored"},
     "known_good_measured_at": {"type": "str", "default": ""},
     "baseline_runs": {"type": "list", "elements": "dict", "default": []},
-    "min_accept_length": {"type": "float"},
-    "accept_length_set": {"type": "str", "default": "code"},
-    "accept_length_source": {"type": "str", "choices": list(ACCEPT_SOURCES), "default": "request"},
-    "min_correctness": {"type": "float"},
-    "min_speedup": {"type": "float"},
-    "speedup_cell": {"type": "dict"},
-    "max_regression": {"type": "float"},
-    "regression_metric": {"type": "str", "choices": list(CELL_METRICS), "default": "output_tok_s"},
-    "regression_cell": {"type": "dict"},
-    "failure_limit": {"type": "int"},
+    "thresholds": {"type": "dict", "default": {}},
     "confidence": {"type": "float", "default": 0.95},
     "max_runs": {"type": "int", "default": 5},
     "inconclusive_policy": {"type": "str", "choices": list(INCONCLUSIVE_POLICIES), "default": "keep_known_good"},
 }
 
 
-def thresholds_from_params(p: dict) -> Thresholds:
-    return Thresholds(
-        min_accept_length=p["min_accept_length"],
-        accept_length_set=p["accept_length_set"],
-        accept_length_source=p["accept_length_source"],
-        min_correctness=p["min_correctness"],
-        min_speedup=p["min_speedup"],
-        speedup_cell=Cell.from_mapping(p["speedup_cell"], "spec_gate_speedup_cell") if p["speedup_cell"] else None,
-        max_regression=p["max_regression"],
-        regression_metric=p["regression_metric"],
-        regression_cell=(
-            Cell.from_mapping(p["regression_cell"], "spec_gate_regression_cell") if p["regression_cell"] else None
-        ),
-        failure_limit=p["failure_limit"],
-    )
-
-
-NOT_THRESHOLDS = ("runs", "known_good_runs", "baseline_runs", "known_good_source", "known_good_measured_at")
-
-
 def regression_reference(p: dict) -> dict | None:
     """What the regression metric was compared with, for the gate result and its table."""
-    if p["max_regression"] is None or not p["known_good_runs"]:
+    if thresholds_of(p["thresholds"])["max_regression"] is None or not p["known_good_runs"]:
         return None
     release = p["known_good_release"] or "known-good"
     now = p["known_good_source"] == "measured_now"
@@ -251,7 +189,7 @@ def main() -> None:
     try:
         conditions, skipped = build_conditions(
             p["runs"],
-            thresholds_from_params(p),
+            p["thresholds"],
             p["baseline_runs"] or None,
             p["known_good_runs"] or None,
             reference["label"] if reference else "known-good runs",
@@ -269,7 +207,9 @@ def main() -> None:
         "analysis": analysis.as_dict(),
         "action": action,
         "message": message,
-        "thresholds": {k: v for k, v in p.items() if k not in NOT_THRESHOLDS},
+        # The settings the verdict was judged with, by short name, as a settled release is compared on them.
+        "thresholds": {**thresholds_of(p["thresholds"]), "confidence": p["confidence"], "max_runs": p["max_runs"],
+                       "inconclusive_policy": p["inconclusive_policy"]},
         "runs": p["runs"],
     }
     if reference:

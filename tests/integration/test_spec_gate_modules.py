@@ -60,8 +60,13 @@ def test_spec_gate_decide_runs_in_check_mode_and_returns_the_verdict():
         "sets": {"code": {"accept_length_request": 4.2, "accept_length_server": 4.1}},
         "eval": {"problems": 24, "passed": 24, "pass_rate": 1.0},
     }
-    args = {"runs": [run, run], "release": "r1", "min_accept_length": 3.0, "min_correctness": 0.9}
+    args = {"runs": [run, run], "release": "r1",
+            "thresholds": {"spec_gate_min_accept_length": "3.0", "min_correctness": 0.9}}  # fmt: skip
     res = ansible("spec_gate_decide", args, "--check")
     assert not res.get("failed"), res
     assert (res["phase"], res["decision"], res["more_runs"], res["changed"]) == ("Successful", "promote", False, False)
     assert res["gate"]["schema"] == "specgate.gate/v1"
+    # Stored by short name, as a settled release is compared on them (and as older gate.json files hold them).
+    assert res["gate"]["thresholds"]["min_accept_length"] == "3.0"
+    assert res["gate"]["thresholds"]["min_correctness"] == 0.9
+    assert res["gate"]["thresholds"]["max_regression"] is None

@@ -53,6 +53,23 @@ def test_healthy_candidate_passes_and_its_result_lands_on_host_and_controller(he
     assert shown[0].startswith("Gate for release kg — Successful after 3 run(s) → promote")
 
 
+def test_a_known_good_release_that_passed_under_the_same_thresholds_is_settled_not_measured(tmp_path, sim, healthy):
+    """Its stored gate.json names the thresholds by short name; the same thresholds (given as text, as -e gives them)
+    settle it with no benchmark, another threshold measures it again."""
+    healthy_dir, first = healthy
+    assert first.status == "successful", first.failed_tasks()
+    stored = json.loads((healthy_dir / "opt" / "releases" / "kg" / "gate.json").read_text())
+    same = {"spec_gate_min_accept_length": str(stored["thresholds"]["min_accept_length"])}
+    for name, overrides, settled in (("same", same, True), ("other", {"spec_gate_min_accept_length": 3.1}, False)):
+        shutil.copytree(healthy_dir / "opt" / "releases" / "kg", tmp_path / name / "opt" / "releases" / "kg")
+        run = gate(tmp_path / name, sim, release="kg", known_good="kg", **overrides)
+        assert run.status == "successful", run.failed_tasks()
+        verdict = run.fact("specgate_verdict")
+        benchmarked = [e for e in run.events if e.get("event") == "runner_on_ok"
+                       and str(e["event_data"].get("task", "")).startswith("Judge the candidate's runs")]  # fmt: skip
+        assert (verdict["phase"] == "Settled", not benchmarked) == (settled, settled), name
+
+
 def test_regression_against_known_good_reads_its_stored_result(tmp_path, sim, healthy):
     healthy_dir, first = healthy
     assert first.status == "successful", first.failed_tasks()

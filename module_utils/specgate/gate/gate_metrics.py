@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
+from ansible.module_utils.specgate.common.ranges import as_number, first_range_refusal
 from ansible.module_utils.specgate.gate.gate_decision import Condition
 
 ACCEPT_SOURCES = ("request", "server")
@@ -29,20 +31,6 @@ class Cell:
 
     def label(self) -> str:
         return f"set {self.set}, {self.context} context, C={self.concurrency}"
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    min_accept_length: float | None = None
-    accept_length_set: str = "code"
-    accept_length_source: str = "request"
-    min_correctness: float | None = None
-    min_speedup: float | None = None
-    speedup_cell: Cell | None = None
-    max_regression: float | None = None
-    regression_metric: str = "output_tok_s"
-    regression_cell: Cell | None = None
-    failure_limit: int | None = None
 
 
 def find_cell(run: Mapping, cell: Cell, variable: str) -> Mapping:
@@ -107,99 +95,203 @@ def correctness_values(runs: Sequence[Mapping]) -> list[float]:
     return values
 
 
+# The gate's settings by their short names (min_accept_length for spec_gate_min_accept_length): what the gate module
+# takes, what gate.json stores as its thresholds, and what a settled release is compared on.
+VARIABLE_PREFIX = "spec_gate_"
+Settings = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class References:
+    """What a candidate's runs may be compared with: the stored no-speculation baseline, the known-good runs."""
+
+    baseline_runs: Sequence[Mapping] | None = None
+    known_good_runs: Sequence[Mapping] | None = None
+    known_good_label: str = "known-good runs"
+
+
+@dataclass(frozen=True)
+class GateMetric:
+    """One gated metric: its threshold setting (and its range, judged before any change), the other settings that
+    shape its measurement (with defaults), what it needs besides the runs, and how its condition is built. Adding a
+    metric is one entry of GATE_METRICS (plus its variables in the role's argument_specs)."""
+
+    name: str
+    threshold: str  # the short name of its threshold setting; null turns the metric off
+    unit: str
+    range: Mapping[str, Any]
+    condition: Callable[[Sequence[Mapping], Settings, References], Condition]
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    cell: str = ""  # the setting (of ``settings``) naming the benchmark cell it is measured on, checked when it is on
+    needs: str = ""  # a reference the condition cannot be judged without: "baseline" or "known_good"
+    missing: str = ""  # why it is skipped when that reference is missing
+
+    @property
+    def variable(self) -> str:
+        return VARIABLE_PREFIX + self.threshold
+
+
+def _float(settings: Settings, key: str) -> float:
+    return float(settings[key])
+
+
+def _limit(settings: Settings) -> int | None:
+    limit = settings.get("failure_limit")
+    return None if limit is None else int(limit)
+
+
+def _cell(settings: Settings, key: str, metric_variable: str) -> Cell:
+    if not settings.get(key):
+        raise ValueError(f"{metric_variable} is set: {VARIABLE_PREFIX}{key} must name the cell to compare")
+    return Cell.from_mapping(settings[key], VARIABLE_PREFIX + key)
+
+
+def _accept_length(runs: Sequence[Mapping], s: Settings, _refs: References) -> Condition:
+    source, set_name = s.get("accept_length_source", "request"), s.get("accept_length_set", "code")
+    return Condition(
+        name="accept_length", description=f"Acceptance length ({source}-side, set {set_name})",
+        threshold=_float(s, "min_accept_length"), values=tuple(accept_length_values(runs, set_name, source)),
+        variable="spec_gate_min_accept_length", failure_limit=_limit(s),
+    )  # fmt: skip
+
+
+def _correctness(runs: Sequence[Mapping], s: Settings, _refs: References) -> Condition:
+    return Condition(
+        name="correctness", description="Coding-eval pass rate", threshold=_float(s, "min_correctness"),
+        values=tuple(correctness_values(runs)), variable="spec_gate_min_correctness", failure_limit=_limit(s),
+    )  # fmt: skip
+
+
+def _speedup(runs: Sequence[Mapping], s: Settings, refs: References) -> Condition:
+    cell = _cell(s, "speedup_cell", "spec_gate_min_speedup")
+    base = reference_value(refs.baseline_runs or (), cell, "output_tok_s", "spec_gate_speedup_cell")
+    return Condition(
+        name="speedup", description=f"Speedup of output tok/s over the no-speculation baseline ({cell.label()})",
+        threshold=_float(s, "min_speedup"),
+        values=tuple(cell_metric(r, cell, "output_tok_s", "spec_gate_speedup_cell") / base for r in runs),
+        variable="spec_gate_min_speedup", failure_limit=_limit(s),
+    )  # fmt: skip
+
+
+def _regression(runs: Sequence[Mapping], s: Settings, refs: References) -> Condition:
+    cell = _cell(s, "regression_cell", "spec_gate_max_regression")
+    metric = s.get("regression_metric", "output_tok_s")
+    return Condition(
+        name="regression", description=f"{metric} relative to known-good ({cell.label()})",
+        threshold=1.0 - _float(s, "max_regression"),
+        values=tuple(cell_metric(r, cell, metric, "spec_gate_regression_cell") for r in runs),
+        variable="spec_gate_max_regression",
+        reference=tuple(cell_metric(r, cell, metric, "spec_gate_regression_cell") for r in refs.known_good_runs or ()),
+        reference_label=refs.known_good_label, fail_only_beyond_noise=True,
+    )  # fmt: skip
+
+
+GATE_METRICS: tuple[GateMetric, ...] = (
+    GateMetric(
+        name="accept_length", threshold="min_accept_length", unit="tokens per verify step",
+        range={"min": 1, "null": True, "means": "tokens per verify step with the bonus token", "example": 3},
+        settings={"accept_length_set": "code", "accept_length_source": "request"}, condition=_accept_length,
+    ),
+    GateMetric(
+        name="correctness", threshold="min_correctness", unit="pass rate",
+        range={"min": 0, "max": 1, "null": True, "means": "a pass rate", "example": 0.9}, condition=_correctness,
+    ),
+    GateMetric(
+        name="speedup", threshold="min_speedup", unit="x the baseline",
+        range={"above": 0, "null": True, "means": "candidate over baseline tok/s", "example": 1.2},
+        settings={"speedup_cell": None}, cell="speedup_cell", condition=_speedup, needs="baseline",
+        missing="no stored no-speculation baseline for this host and target (run playbooks/bench.yml -e "
+                "spec_gate_bench_store_baseline=true on a no-speculation release)",
+    ),
+    GateMetric(
+        name="regression", threshold="max_regression", unit="fraction of known-good",
+        range={"min": 0, "below": 1, "null": True, "means": "a fraction", "example": "0.1 for 10 %"},
+        settings={"regression_metric": "output_tok_s", "regression_cell": None}, cell="regression_cell",
+        condition=_regression,
+        needs="known_good", missing="no gate result of a known-good release to compare with (first gated release)",
+    ),
+)  # fmt: skip
+# Settings every metric reads, with their defaults and ranges.
+SHARED_SETTINGS: Mapping[str, Any] = {"failure_limit": None}
+SHARED_RANGES: Mapping[str, Mapping[str, Any]] = {
+    "failure_limit": {"integer": True, "min": 0, "null": True, "means": "failed requests allowed", "example": 0},
+}
+
+
+def threshold_keys() -> list[str]:
+    """Every setting a verdict depends on, by short name: a release gated with other values is not settled."""
+    keys: list[str] = []
+    for metric in GATE_METRICS:
+        keys += [metric.threshold, *metric.settings]
+    return keys + list(SHARED_SETTINGS)
+
+
+def thresholds_of(settings: Settings) -> dict[str, Any]:
+    """The gate's thresholds by short name, from ``settings`` keyed by short or by full variable name (the role's
+    spec_gate_* values); a missing one takes its default (a threshold: null, off)."""
+    defaults = {**{m.threshold: None for m in GATE_METRICS}, **SHARED_SETTINGS}
+    for metric in GATE_METRICS:
+        defaults.update(metric.settings)
+    out = {}
+    for key, default in defaults.items():
+        if VARIABLE_PREFIX + key in settings:
+            out[key] = settings[VARIABLE_PREFIX + key]
+        else:
+            out[key] = settings.get(key, default)
+    return out
+
+
+def threshold_refusal(settings: Settings) -> str:
+    """'' when every threshold is in its range, else the sentence naming the first that is not."""
+    values = thresholds_of(settings)
+    rules = {**{m.variable: m.range for m in GATE_METRICS},
+             **{VARIABLE_PREFIX + key: rule for key, rule in SHARED_RANGES.items()}}  # fmt: skip
+    return first_range_refusal(rules, [values[name[len(VARIABLE_PREFIX):]] for name in rules])
+
+
+def same_thresholds(stored: Settings | None, settings: Settings) -> bool:
+    """Whether a stored gate result (gate.json's thresholds) was judged with the thresholds ``settings`` give now.
+    Numbers compare as numbers (0.1 from -e text equals 0.1)."""
+    if not stored:
+        return False
+    current = thresholds_of(settings)
+
+    def same(a: Any, b: Any) -> bool:
+        x, y = as_number(a), as_number(b)
+        if x is not None or y is not None:
+            return x == y
+        return a == b
+
+    return all(same(stored.get(key), current.get(key)) for key in threshold_keys())
+
+
 def build_conditions(
     runs: Sequence[Mapping],
-    thresholds: Thresholds,
-    baseline_runs: Sequence[Mapping] | None,
-    known_good_runs: Sequence[Mapping] | None,
+    settings: Settings,
+    baseline_runs: Sequence[Mapping] | None = None,
+    known_good_runs: Sequence[Mapping] | None = None,
     known_good_label: str = "known-good runs",
 ) -> tuple[list[Condition], list[dict]]:
-    """Conditions to judge, and the ones that cannot be judged here with the reason (no baseline yet…).
+    """Conditions to judge (one per metric of GATE_METRICS whose threshold is set), and the ones that cannot be
+    judged here with the reason (no baseline yet…).
 
     The regression metric compares the candidate's runs with ``known_good_runs`` as two samples (ratio of their
     means, interval from both samples' noise; ``known_good_label`` says where they come from): ideally the
     known-good release measured in the same deploy, right before the switch, under the candidate's conditions."""
     if not runs:
         raise ValueError("the gate needs at least one benchmark run")
-    t = thresholds
+    values = thresholds_of(settings)
+    refs = References(baseline_runs, known_good_runs, known_good_label)
+    have = {"baseline": bool(baseline_runs), "known_good": bool(known_good_runs)}
     conditions: list[Condition] = []
     skipped: list[dict] = []
-    if t.min_accept_length is not None:
-        conditions.append(
-            Condition(
-                name="accept_length",
-                description=f"Acceptance length ({t.accept_length_source}-side, set {t.accept_length_set})",
-                threshold=t.min_accept_length,
-                values=tuple(accept_length_values(runs, t.accept_length_set, t.accept_length_source)),
-                variable="spec_gate_min_accept_length",
-                failure_limit=t.failure_limit,
-            )
-        )
-    if t.min_correctness is not None:
-        conditions.append(
-            Condition(
-                name="correctness",
-                description="Coding-eval pass rate",
-                threshold=t.min_correctness,
-                values=tuple(correctness_values(runs)),
-                variable="spec_gate_min_correctness",
-                failure_limit=t.failure_limit,
-            )
-        )
-    if t.min_speedup is not None:
-        if t.speedup_cell is None:
-            raise ValueError("spec_gate_min_speedup is set: spec_gate_speedup_cell must name the cell to compare")
-        if not baseline_runs:
-            skipped.append(
-                {
-                    "name": "speedup",
-                    "variable": "spec_gate_min_speedup",
-                    "reason": "no stored no-speculation baseline for this host and target "
-                    "(run playbooks/bench.yml -e spec_gate_bench_store_baseline=true on a no-speculation release)",
-                }
-            )
-        else:
-            base = reference_value(baseline_runs, t.speedup_cell, "output_tok_s", "spec_gate_speedup_cell")
-            conditions.append(
-                Condition(
-                    name="speedup",
-                    description=f"Speedup of output tok/s over the no-speculation baseline ({t.speedup_cell.label()})",
-                    threshold=t.min_speedup,
-                    values=tuple(
-                        cell_metric(r, t.speedup_cell, "output_tok_s", "spec_gate_speedup_cell") / base for r in runs
-                    ),
-                    variable="spec_gate_min_speedup",
-                    failure_limit=t.failure_limit,
-                )
-            )
-    if t.max_regression is not None:
-        if t.regression_cell is None:
-            raise ValueError("spec_gate_max_regression is set: spec_gate_regression_cell must name the cell to compare")
-        if not known_good_runs:
-            skipped.append(
-                {
-                    "name": "regression",
-                    "variable": "spec_gate_max_regression",
-                    "reason": "no gate result of a known-good release to compare with (first gated release)",
-                }
-            )
-        else:
-            conditions.append(
-                Condition(
-                    name="regression",
-                    description=f"{t.regression_metric} relative to known-good ({t.regression_cell.label()})",
-                    threshold=1.0 - t.max_regression,
-                    values=tuple(
-                        cell_metric(r, t.regression_cell, t.regression_metric, "spec_gate_regression_cell")
-                        for r in runs
-                    ),
-                    variable="spec_gate_max_regression",
-                    reference=tuple(
-                        cell_metric(r, t.regression_cell, t.regression_metric, "spec_gate_regression_cell")
-                        for r in known_good_runs
-                    ),
-                    reference_label=known_good_label,
-                    fail_only_beyond_noise=True,
-                )
-            )
+    for metric in GATE_METRICS:
+        if values[metric.threshold] is None:
+            continue
+        if metric.needs and not have[metric.needs]:
+            if metric.cell:  # an unnamed cell is a settings error whether or not the reference exists yet
+                _cell(values, metric.cell, metric.variable)
+            skipped.append({"name": metric.name, "variable": metric.variable, "reason": metric.missing})
+            continue
+        conditions.append(metric.condition(runs, values, refs))
     return conditions, skipped

@@ -6,13 +6,9 @@ from typing import Any
 
 import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: F401 - module_utils on the path
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.specgate.common.engine import SglangConfigError
 from ansible.module_utils.specgate.service.service_fit import fit_problems
-from ansible.module_utils.specgate.service.sglang_flags import (
-    SglangConfigError,
-    deployment_values,
-    engine_env,
-    server_config,
-)
+from ansible.module_utils.specgate.service.sglang_flags import deployment_values, engine_env, server_config
 
 
 def sglang_server_config(deployment: dict[str, Any], sglang_version: str) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from typing import Any
 
 import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: F401 - module_utils on the path
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.specgate.common.engine import SglangConfigError
 from ansible.module_utils.specgate.preflight.deployment_checks import failure_message
 from ansible.module_utils.specgate.preflight.node_group import check_node_gpus, group_gpu
 from ansible.module_utils.specgate.service.node_topology import (
@@ -17,7 +18,6 @@ from ansible.module_utils.specgate.service.node_topology import (
     settings_from_vars,
     topology,
 )
-from ansible.module_utils.specgate.service.sglang_flags import SglangConfigError
 
 
 def _topology(settings: dict[str, Any], hostvars: Any, hosts: list[str]) -> Topology:

@@ -5,14 +5,8 @@ from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.specgate.gate.bench_report import bench_markdown
-from ansible.module_utils.specgate.gate.code_eval import (
-    Limits,
-    Sandbox,
-    SandboxError,
-    interpreter_behind,
-    is_pending,
-    judge_runs,
-)
+from ansible.module_utils.specgate.gate.code_eval import is_pending, judge_runs
+from ansible.module_utils.specgate.gate.sandbox import Limits, Sandbox, SandboxError, interpreter_behind
 
 DOCUMENTATION = r"""
 ---

@@ -100,7 +100,9 @@ FILE_STAGE = {
     "filter_plugins/spec_sweep.py": "spec_sweep",
     "filter_plugins/fleet_rollout.py": "fleet_rollout",
     "module_utils/specgate/fleet/rollout.py": "fleet_rollout",
-    "module_utils/specgate/service/sglang_crosscheck.py": "spec_gate",
+    "module_utils/specgate/gate/sglang_crosscheck.py": "spec_gate",
+    # The engine-version catalog: its refusals are of the pin the service renders for (sglang_env judges it first).
+    "module_utils/specgate/common/engine.py": "sglang_service",
     "library/specgate_follow_job.py": "any_stage",
     "action_plugins/specgate_follow_job.py": "any_stage",
 }

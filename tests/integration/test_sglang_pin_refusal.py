@@ -2,7 +2,7 @@
 changes the host.
 
 deploy.yml -l ct200 as users run it: the release comes from sglang_env_packages (or sglang_env_sglang_version),
-sglang_env's plan judges it with the renderer's own rule (sglang_flags.parse_sglang_version) and publishes the
+sglang_env's plan judges it with the renderer's own rule (common/engine.py parse_sglang_version) and publishes the
 engine fact every later check reads. Judged at the service stage, the same refusal came after CUDA, the venv and
 the weights had changed the host.
 """

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from ansible.module_utils.specgate.common.engine import SUPPORTED_VERSIONS, VERSION_RULES
 from ansible.module_utils.specgate.service import resolver_driver
 from ansible.module_utils.specgate.service.node_topology import NodeSettings, group_flags, rank_flags, topology
-from ansible.module_utils.specgate.service.sglang_flags import SUPPORTED_VERSIONS, VERSION_RULES, server_config
+from ansible.module_utils.specgate.service.sglang_flags import server_config
 from specgate_sim.fixtures import HIDDEN, TARGET_LAYERS, VOCAB_SIZE, dflash_config, target_config
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -36,7 +37,7 @@ DDTREE_ONLY_KEYS = ("speculative-ddtree-budget",)
 @dataclass
 class Case:
     """One config to resolve. `config` may hold {target}/{drafter} and the version-spelled markers
-    __window__ / __attn_dp__ / __max_bs__ (expanded from sglang_flags.VERSION_RULES)."""
+    __window__ / __attn_dp__ / __max_bs__ (expanded from common/engine.py VERSION_RULES)."""
 
     id: str
     config: dict[str, Any]

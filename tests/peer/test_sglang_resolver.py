@@ -11,7 +11,7 @@ import json
 
 import pytest
 import yaml
-from ansible.module_utils.specgate.service.sglang_flags import SUPPORTED_VERSIONS
+from ansible.module_utils.specgate.common.engine import SUPPORTED_VERSIONS
 from resolver_cases import (
     DDTREE_ONLY_KEYS,
     KNOWN_BAD,

@@ -7,14 +7,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.specgate.gate import code_eval
+from ansible.module_utils.specgate.gate import code_eval, sandbox
 from ansible.module_utils.specgate.gate.bench_client import BenchError
 from ansible.module_utils.specgate.gate.bench_runner import BenchSettings, run_benchmark
 from specgate_sim import testing
 
 KEY = "test-key-7f3a"
 # The eval's code runs in the sandbox; systemd-run's stand-in on this machine (tests/sandbox_double).
-SANDBOX = code_eval.Sandbox(
+SANDBOX = sandbox.Sandbox(
     python="/usr/bin/python3", systemd_run=str(Path(__file__).resolve().parents[1] / "sandbox_double" / "systemd-run")
 )
 

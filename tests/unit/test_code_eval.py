@@ -14,18 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.specgate.gate import code_eval
-from ansible.module_utils.specgate.gate.code_eval import (
-    Limits,
-    Sandbox,
-    SandboxError,
-    extract_code,
-    interpreter_behind,
-    judge,
-    run_asserts,
-    summarize,
-)
+from ansible.module_utils.specgate.gate import code_eval, sandbox
+from ansible.module_utils.specgate.gate.code_eval import extract_code, judge, summarize
 from ansible.module_utils.specgate.gate.coding_problems import PROBLEMS, PROBLEMS_BY_NAME, select_problems
+from ansible.module_utils.specgate.gate.sandbox import Limits, Sandbox, SandboxError, interpreter_behind, run_asserts
 from specgate_sim import codebank
 
 pytestmark = pytest.mark.host
@@ -81,34 +73,34 @@ def test_extract_reports_no_code_when_the_function_is_absent():
 
 
 def test_sandbox_passes_correct_code_and_names_the_failing_assert():
-    assert run_asserts("def gcd(a, b):\n    return 6", ["gcd(12, 18) == 6"], FAST)[0] == code_eval.PASSED
+    assert run_asserts("def gcd(a, b):\n    return 6", ["gcd(12, 18) == 6"], FAST)[0] == sandbox.PASSED
     outcome, detail = run_asserts("def gcd(a, b):\n    return 1", ["gcd(12, 18) == 6"], FAST)
-    assert outcome == code_eval.FAILED
+    assert outcome == sandbox.FAILED
     assert "gcd(12, 18) == 6" in detail
 
 
 def test_sandbox_reports_exceptions_and_syntax_errors():
-    assert run_asserts("def f(:\n", ["f()"], FAST)[0] == code_eval.SYNTAX_ERROR
-    assert run_asserts("def f():\n    return 1 / 0", ["f() == 1"], FAST)[0] == code_eval.ERROR
+    assert run_asserts("def f(:\n", ["f()"], FAST)[0] == sandbox.SYNTAX_ERROR
+    assert run_asserts("def f():\n    return 1 / 0", ["f() == 1"], FAST)[0] == sandbox.ERROR
 
 
 def test_sandbox_kills_an_endless_loop_at_the_timeout():
     started = time.monotonic()
     one_second = Sandbox(python=PYTHON, limits=Limits(timeout_s=1.0), systemd_run=DOUBLE)
     outcome, _ = run_asserts("def f():\n    while True:\n        pass", ["f()"], one_second)
-    assert outcome == code_eval.TIMEOUT
+    assert outcome == sandbox.TIMEOUT
     assert time.monotonic() - started < 5
 
 
 def test_sandbox_caps_memory():
     outcome, _ = run_asserts("def f():\n    return len(bytearray(4 * 1024**3))", ["f() > 0"], FAST)
-    assert outcome == code_eval.ERROR
+    assert outcome == sandbox.ERROR
 
 
 def test_sandbox_does_not_run_in_this_process_nor_see_its_environment(monkeypatch):
     monkeypatch.setenv("SPECGATE_SECRET_FOR_TEST", "visible")
     code = "import os\ndef f():\n    return os.environ.get('SPECGATE_SECRET_FOR_TEST')"
-    assert run_asserts(code, ["f() is None"], FAST)[0] == code_eval.PASSED
+    assert run_asserts(code, ["f() is None"], FAST)[0] == sandbox.PASSED
     assert "f" not in globals()
 
 
@@ -123,7 +115,7 @@ def test_a_truncated_answer_whose_code_is_complete_still_counts():
     answer = (
         "```python\ndef gcd(a, b):\n    a, b = abs(a), abs(b)\n    while b:\n        a, b = b, a % b\n    return a\n"
     )
-    assert judge(problem, answer, "length", FAST)["outcome"] == code_eval.PASSED
+    assert judge(problem, answer, "length", FAST)["outcome"] == sandbox.PASSED
 
 
 def test_summary_counts_outcomes_and_pass_rate():
@@ -142,8 +134,8 @@ def test_selecting_an_unknown_problem_names_the_variable():
 def test_asserts_accept_the_sims_correct_answer_and_reject_its_wrong_one(problem):
     """The sim's bank holds a correct and a subtly wrong answer per problem: the asserts must tell them apart."""
     entry = codebank.BANK[problem.name]
-    assert run_asserts(entry.correct, problem.asserts, FAST)[0] == code_eval.PASSED
-    assert run_asserts(entry.wrong, problem.asserts, FAST)[0] != code_eval.PASSED
+    assert run_asserts(entry.correct, problem.asserts, FAST)[0] == sandbox.PASSED
+    assert run_asserts(entry.wrong, problem.asserts, FAST)[0] != sandbox.PASSED
 
 
 # The sandbox's command line: every isolation property the issue asks for, the limits, the hidden paths.
@@ -162,8 +154,8 @@ REQUIRED = (
 
 
 def test_the_unit_runs_the_python_isolated_after_every_property_and_waits_piped_and_collected():
-    sandbox = Sandbox(python="/opt/specgate/venv/bin/python", inaccessible=("/opt/specgate/releases",))
-    argv = code_eval.sandbox_argv(sandbox, "specgate-eval-abc", ["-c", "print(1)"])
+    box = Sandbox(python="/opt/specgate/venv/bin/python", inaccessible=("/opt/specgate/releases",))
+    argv = sandbox.sandbox_argv(box, "specgate-eval-abc", ["-c", "print(1)"])
     assert argv[0] == "systemd-run"
     split = argv.index("--")
     options, command = argv[1:split], argv[split + 1 :]
@@ -197,13 +189,13 @@ def test_the_unit_carries_wall_clock_cpu_memory_task_and_file_limits():
 
 
 def test_each_unit_gets_its_own_name():
-    assert code_eval.unit_name() != code_eval.unit_name()
-    assert code_eval.unit_name().startswith("specgate-eval-")
+    assert sandbox.unit_name() != sandbox.unit_name()
+    assert sandbox.unit_name().startswith("specgate-eval-")
 
 
 def test_a_relative_python_is_refused():
     with pytest.raises(SandboxError, match="absolute"):
-        code_eval.sandbox_argv(Sandbox(python="python3"), "u", [])
+        sandbox.sandbox_argv(Sandbox(python="python3"), "u", [])
 
 
 @pytest.mark.parametrize(
@@ -225,12 +217,12 @@ def test_a_relative_python_is_refused():
     ],
 )
 def test_a_launch_failure_is_named(returncode, output, expected):
-    assert expected in code_eval.launch_failure(returncode, output)
+    assert expected in sandbox.launch_failure(returncode, output)
 
 
 def test_the_codes_own_exit_is_no_launch_failure():
-    assert code_eval.launch_failure(0, "") is None
-    assert code_eval.launch_failure(1, "Traceback ...\nValueError: x\n") is None
+    assert sandbox.launch_failure(0, "") is None
+    assert sandbox.launch_failure(1, "Traceback ...\nValueError: x\n") is None
 
 
 CLEAN = {
@@ -246,7 +238,7 @@ CLEAN = {
 
 
 def test_a_probe_that_found_everything_shut_has_no_problems():
-    assert code_eval.probe_problems(CLEAN, ["/opt/specgate/releases"]) == []
+    assert sandbox.probe_problems(CLEAN, ["/opt/specgate/releases"]) == []
 
 
 @pytest.mark.parametrize(
@@ -262,7 +254,7 @@ def test_a_probe_that_found_everything_shut_has_no_problems():
     ],
 )
 def test_each_leak_the_probe_finds_is_named(leak, named):
-    problems = code_eval.probe_problems({**CLEAN, **leak}, ["/opt/specgate/releases"])
+    problems = sandbox.probe_problems({**CLEAN, **leak}, ["/opt/specgate/releases"])
     assert any(named in problem for problem in problems), problems
 
 
@@ -272,14 +264,14 @@ def test_each_leak_the_probe_finds_is_named(leak, named):
 def test_the_probe_passes_under_a_launcher_that_isolates(tmp_path):
     secret = tmp_path / "launch.yaml"
     secret.write_text("api-key: sk-probe\n", encoding="utf-8")
-    report = code_eval.check_sandbox(Sandbox(python=PYTHON, inaccessible=(str(secret),), systemd_run=DOUBLE))
+    report = sandbox.check_sandbox(Sandbox(python=PYTHON, inaccessible=(str(secret),), systemd_run=DOUBLE))
     assert report["uid"] != 0
     assert report["read"][str(secret)] != "read"
 
 
 def test_a_host_without_systemd_run_fails_naming_it():
     with pytest.raises(SandboxError, match=r"systemd-run-missing is not installed.*spec_gate_bench_eval: false"):
-        code_eval.check_sandbox(Sandbox(python=PYTHON, systemd_run="systemd-run-missing"))
+        sandbox.check_sandbox(Sandbox(python=PYTHON, systemd_run="systemd-run-missing"))
 
 
 @pytest.mark.parametrize(
@@ -312,7 +304,7 @@ def test_a_sandbox_that_does_not_work_or_does_not_hold_fails_before_any_code_run
 def test_plain_execution_is_caught_for_each_thing_it_leaks(monkeypatch):
     monkeypatch.setenv("SPECGATE_FAKE_SYSTEMD_RUN", "plain")
     with pytest.raises(SandboxError) as err:
-        code_eval.check_sandbox(FAST)
+        sandbox.check_sandbox(FAST)
     for named in ("ran as root", "open a socket", "reached a listener", "host's /tmp"):
         assert named in str(err.value)
 
@@ -343,7 +335,7 @@ def test_generated_code_cannot_write_outside_its_temp_dir_nor_open_a_socket(tmp_
         "    return got\n"
     )
     expected = [f"refused {outside}", "refused /escaped", "wrote inside.txt", "no connection"]
-    assert run_asserts(code, [f"attempt() == {expected!r}"], FAST) == (code_eval.PASSED, "1 asserts")
+    assert run_asserts(code, [f"attempt() == {expected!r}"], FAST) == (sandbox.PASSED, "1 asserts")
     assert not outside.exists()
 
 

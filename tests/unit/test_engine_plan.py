@@ -7,10 +7,10 @@ from __future__ import annotations
 import re
 
 import pytest
+from ansible.module_utils.specgate.common.engine import SglangConfigError, parse_sglang_version
 from ansible.module_utils.specgate.cuda.cuda_lanes import cuda_lane_for_sglang, cuda_meets_minimum
 from ansible.module_utils.specgate.cuda.cuda_toolkit import plan as cuda_plan
 from ansible.module_utils.specgate.env.sglang_env_plan import plan_env
-from ansible.module_utils.specgate.service.sglang_flags import SglangConfigError, parse_sglang_version
 
 STACK = ["sglang==0.5.23", "flashinfer-python==0.7.2", "sglang-kernel==0.4.10"]
 DDTREE_PATCH = {"src": "/p/ddtree.patch", "strip": 2, "provides": ["ddtree"]}

@@ -8,9 +8,12 @@ import http.server
 import json
 
 import pytest
+from ansible.module_utils.specgate.common.http import is_loopback_url
+from ansible.module_utils.specgate.fleet.bake import http_scraper
+from ansible.module_utils.specgate.fleet.router_client import RouterClient
 from ansible.module_utils.specgate.gate.bench_client import Client
-from ansible.module_utils.specgate.service.readiness import fetch_server_info, http_get, is_loopback_url, probe_health
-from ansible.module_utils.specgate.service.sglang_crosscheck import loopback_unproxied
+from ansible.module_utils.specgate.gate.sglang_crosscheck import loopback_unproxied
+from ansible.module_utils.specgate.service.readiness import fetch_server_info, http_get, probe_health
 from loopback_engine import LoopbackEngine, RecordingProxy, serving
 
 pytestmark = pytest.mark.host
@@ -51,6 +54,12 @@ def test_readiness_checks_of_loopback_go_direct_with_a_proxy_set(proxy, engine):
     info, error = fetch_server_info(engine, "k", timeout=5)
     assert error is None
     assert info == {"model_path": "/models/t"}
+    assert proxy.connections == 0
+
+
+def test_the_bake_and_the_router_client_reach_loopback_directly_with_a_proxy_set(proxy, engine):
+    assert http_scraper(engine + "/metrics")() == "ok"
+    assert RouterClient(engine).readiness().status == 200
     assert proxy.connections == 0
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.specgate.common.engine import SglangConfigError
 from ansible.module_utils.specgate.service.node_topology import (
     NodeSettings,
     gated_launch_url,
@@ -14,7 +15,6 @@ from ansible.module_utils.specgate.service.node_topology import (
     rank_flags,
     topology,
 )
-from ansible.module_utils.specgate.service.sglang_flags import SglangConfigError
 from sglang_nodes import FilterModule
 
 PAIR = ["h100-a", "h100-b"]

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 from ansible.module_utils.specgate.gate.bench_client import BenchError
-from ansible.module_utils.specgate.service.sglang_crosscheck import build_command, parse_result, run_crosscheck
+from ansible.module_utils.specgate.gate.sglang_crosscheck import build_command, parse_result, run_crosscheck
 
 pytestmark = pytest.mark.host
 

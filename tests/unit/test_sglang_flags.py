@@ -3,14 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from ansible.module_utils.specgate.service.sglang_flags import (
-    DEPLOYMENT_KEYS,
-    SUPPORTED_VERSIONS,
-    SglangConfigError,
-    engine_env,
-    parse_sglang_version,
-    server_config,
-)
+from ansible.module_utils.specgate.common.engine import SUPPORTED_VERSIONS, SglangConfigError, parse_sglang_version
+from ansible.module_utils.specgate.service.sglang_flags import DEPLOYMENT_KEYS, engine_env, server_config
 
 pytestmark = pytest.mark.host
 

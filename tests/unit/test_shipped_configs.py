@@ -8,12 +8,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ansible.module_utils.specgate.service.sglang_flags import (
-    DEPLOYMENT_KEYS,
-    SPEC_KEYS,
-    SUPPORTED_VERSIONS,
-    server_config,
-)
+from ansible.module_utils.specgate.common.engine import SUPPORTED_VERSIONS
+from ansible.module_utils.specgate.service.sglang_flags import DEPLOYMENT_KEYS, SPEC_KEYS, server_config
 from ansible.module_utils.specgate.weights.drafter_facts import dflash_value
 from specgate_sim.fixtures import fixture_repos
 

@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
-from ansible.module_utils.specgate.cuda.cuda_lanes import cuda_lane_for_sglang, parse_version
-from ansible.module_utils.specgate.env.pins import is_pinned, name_of, sglang_pin
-from ansible.module_utils.specgate.service.sglang_flags import (
+from ansible.module_utils.specgate.common.engine import (
     ENGINE_FEATURES,
     SglangConfigError,
     parse_sglang_version,
     render_version,
 )
+from ansible.module_utils.specgate.cuda.cuda_lanes import cuda_lane_for_sglang, parse_version
+from ansible.module_utils.specgate.env.pins import is_pinned, name_of, sglang_pin
 from packaging.utils import canonicalize_name
 
 _COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")

@@ -15,10 +15,10 @@ Runs on the replica with the engine venv's Python (prometheus_client's parser, w
 from __future__ import annotations
 
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
+
+from ansible.module_utils.specgate.common.http import HttpAnswer, request
 
 try:  # the engine venv has it (SGLang depends on prometheus_client); the module runs with that interpreter
     from prometheus_client.parser import text_string_to_metric_families
@@ -195,18 +195,16 @@ def _result(  # noqa: PLR0917 - one call shape, six call sites in watch()
                       total.errors, message, windows)
 
 
-def http_scraper(url: str, timeout: float = 10.0, opener: Callable | None = None) -> Callable[[], str]:
-    """GET ``url`` (the replica's /metrics, open without the API key in SGLang: srt/utils/auth.py)."""
-    # No proxy: the replica is on loopback, and a proxy set for the host's downloads must not see this.
-    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    open_url = opener or (lambda request, timeout: direct.open(request, timeout=timeout))
+def http_scraper(url: str, timeout: float = 10.0,
+                 opener: Callable[..., HttpAnswer] = request) -> Callable[[], str]:  # fmt: skip
+    """GET ``url`` (the replica's /metrics, open without the API key in SGLang: srt/utils/auth.py) through
+    common/http.py: on loopback, never through a proxy set for the host's downloads."""
 
     def scrape() -> str:
-        try:
-            with open_url(urllib.request.Request(url), timeout) as answer:
-                return answer.read().decode("utf-8", "replace")
-        except (urllib.error.URLError, OSError, ValueError) as error:
-            raise BakeError(f"could not read the replica's metrics at {url}: {error}") from error
+        answer = opener("GET", url, None, {}, timeout)
+        if answer.status != 200:
+            raise BakeError(f"could not read the replica's metrics at {url}: {answer.describe()}")
+        return answer.body.decode("utf-8", "replace")
 
     return scrape
 

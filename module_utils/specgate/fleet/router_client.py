@@ -1,4 +1,4 @@
-"""A client for sglang-router 0.3.2's worker API, over urllib (host-side code: the standard library only).
+"""A client for sglang-router 0.3.2's worker API, over common/http.py (Ansible's own HTTP client).
 
 What the router answers, read from the sglang-router 0.3.2 wheel (the routes are in the Rust server,
 `sglang_router/sglang_router_rs.abi3.so`; the flags in `sglang_router/router_args.py`) and run against it on loopback:
@@ -24,65 +24,27 @@ What the router answers, read from the sglang-router 0.3.2 wheel (the routes are
 
 from __future__ import annotations
 
-import http.client
 import json
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible.module_utils.specgate.service.readiness import is_loopback_url
+from ansible.module_utils.specgate.common.http import HttpAnswer, request
 
 
 class FleetError(Exception):
     """A router or worker answered something the fleet step cannot go on from; the message says what and the fix."""
 
 
-@dataclass(frozen=True)
-class HttpAnswer:
-    """One HTTP exchange: the status and body, or the connection error that stood in for an answer."""
-
-    status: int | None
-    body: bytes = b""
-    error: str | None = None
-
-    def json(self) -> Any:
-        try:
-            return json.loads(self.body or b"null")
-        except ValueError:
-            return None
-
-    def describe(self) -> str:
-        if self.status is None:
-            return self.error or "no answer"
-        text = self.body.decode("utf-8", "replace").strip()
-        return f"HTTP {self.status}" + (f" {text[:300]}" if text else "")
-
-
 # (method, url, body, headers, timeout) -> HttpAnswer; tests put a fake router behind it.
 Opener = Callable[[str, str, bytes | None, Mapping[str, str], float], HttpAnswer]
 
-# urllib honours http_proxy/HTTP_PROXY: a call to this machine's loopback goes direct (readiness.py's reason); a call
-# to another host keeps the environment's proxies.
-_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def urllib_opener(
+def http_opener(
     method: str, url: str, body: bytes | None, headers: Mapping[str, str], timeout: float
 ) -> HttpAnswer:
-    """One request without raising: refused, reset and timed-out connections come back as ``error``."""
-    request = urllib.request.Request(url, data=body, headers=dict(headers), method=method)
-    opener = _DIRECT if is_loopback_url(url) else urllib.request.build_opener()
-    try:
-        with opener.open(request, timeout=timeout) as response:
-            return HttpAnswer(response.status, response.read())
-    except urllib.error.HTTPError as exc:
-        return HttpAnswer(exc.code, exc.read() if exc.fp else b"")
-    except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
-        reason = getattr(exc, "reason", exc)
-        return HttpAnswer(None, b"", f"{type(reason).__name__}: {reason}")
+    """One request without raising (common/http.py): loopback direct, refused and timed-out connections as ``error``."""
+    return request(method, url, body, headers, timeout)
 
 
 def normalize_url(url: str, variable: str = "url") -> str:
@@ -161,7 +123,7 @@ class RouterClient:
     """sglang-router's worker API at ``base_url`` (``http://router:port``), with its API key when it has one."""
 
     def __init__(
-        self, base_url: str, api_key: str | None = None, timeout: float = 10.0, opener: Opener = urllib_opener
+        self, base_url: str, api_key: str | None = None, timeout: float = 10.0, opener: Opener = http_opener
     ) -> None:
         self.base_url = normalize_url(base_url, "router_url")
         self.api_key = api_key or None

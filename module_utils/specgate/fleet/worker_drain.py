@@ -20,8 +20,8 @@ from ansible.module_utils.specgate.fleet.router_client import (
     FleetError,
     HttpAnswer,
     Opener,
+    http_opener,
     normalize_url,
-    urllib_opener,
 )
 
 LOADS_PATH = "/v1/loads?include=core"
@@ -87,7 +87,7 @@ def _refused(answer: HttpAnswer) -> bool:
 
 
 def read_load(
-    worker_base_url: str, *, api_key: str | None = None, timeout: float = 10.0, opener: Opener = urllib_opener
+    worker_base_url: str, *, api_key: str | None = None, timeout: float = 10.0, opener: Opener = http_opener
 ) -> tuple[Load | None, HttpAnswer]:
     """One ``GET /v1/loads``: the load (None when the answer is not one) and the answer itself.
 
@@ -117,7 +117,7 @@ def wait_worker_idle(
     request_timeout: float = 10.0,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
-    opener: Opener = urllib_opener,
+    opener: Opener = http_opener,
 ) -> DrainResult:
     """Poll the worker's ``/v1/loads`` until no request runs or waits, for up to ``timeout`` seconds.
 

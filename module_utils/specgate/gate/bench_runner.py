@@ -34,7 +34,7 @@ from ansible.module_utils.specgate.gate.bench_prompts import (
     build_prompt,
 )
 from ansible.module_utils.specgate.gate.coding_problems import Problem, select_problems
-from ansible.module_utils.specgate.service.sglang_crosscheck import run_crosscheck
+from ansible.module_utils.specgate.gate.sglang_crosscheck import run_crosscheck
 
 SCHEMA = "specgate.bench/v1"
 CALIBRATION_TOKENS = 1024

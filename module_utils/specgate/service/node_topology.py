@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ansible.module_utils.specgate.service.sglang_flags import SglangConfigError, parse_sglang_version
+from ansible.module_utils.specgate.common.engine import SglangConfigError, parse_sglang_version
 
 PREFIX = "sglang_service_"
 

@@ -8,16 +8,13 @@ candidate's settings (an old process once answered while the new one was still l
 
 from __future__ import annotations
 
-import http.client
-import ipaddress
 import json
 import os
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+
+from ansible.module_utils.specgate.common.http import request as http_request
 
 # SubStates in which systemd has already given up on this start or is about to retry it.
 FAILED_SUBSTATES = frozenset({"failed", "auto-restart", "dead", "exited"})
@@ -57,40 +54,13 @@ class Probe:
     error: str | None = None
 
 
-def is_loopback_url(url: str) -> bool:
-    """True when the URL's host is this machine's loopback (localhost, 127.0.0.0/8, ::1)."""
-    host = (urllib.parse.urlsplit(url).hostname or "").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-# urllib honours http_proxy/HTTP_PROXY and bypasses only what no_proxy lists, so on a host with a proxy set a check
-# of 127.0.0.1 would ask the proxy about *its* loopback. Loopback is never proxied: an opener without proxies.
-_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
 def http_get(
     url: str, timeout: float, headers: Mapping[str, str] | None = None, method: str = "GET"
 ) -> tuple[int | None, bytes, str | None]:
-    """GET (or `method`, without a body) without raising: (status, body, error). Refused/reset/timeouts come back
-    as error text.
-
-    Loopback URLs go direct whatever the proxy variables say; any other host keeps the environment's proxies."""
-    request = urllib.request.Request(url, headers=dict(headers or {}), method=method,
-                                     data=b"" if method == "POST" else None)
-    opener = _DIRECT if is_loopback_url(url) else urllib.request.build_opener()
-    try:
-        with opener.open(request, timeout=timeout) as response:
-            return response.status, response.read(), None
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read() if exc.fp else b"", None
-    except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
-        reason = getattr(exc, "reason", exc)
-        return None, b"", f"{type(reason).__name__}: {reason}"
+    """GET (or `method`, without a body) without raising: (status, body, error), through common/http.py (loopback
+    direct whatever the proxy variables say; any other host keeps the environment's proxies)."""
+    answer = http_request(method, url, b"" if method == "POST" else None, headers, timeout)
+    return answer.status, answer.body, answer.error
 
 
 def http_post(url: str, timeout: float = 5.0) -> Probe:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ansible.module_utils.specgate.service.sglang_flags import human_readable_int
+from ansible.module_utils.specgate.common.engine import human_readable_int
 
 # sglang 0.5.23 srt/utils/hf_transformers/common.py::CONTEXT_LENGTH_KEYS, read in this order.
 CONTEXT_LENGTH_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length",

@@ -1,0 +1,68 @@
+"""One HTTP request without raising, through Ansible's own client (ansible.module_utils.urls.open_url).
+
+Every host-side call specgate makes to an engine, a router or a replica's /metrics goes through ``request``: a
+refused, reset or timed-out connection comes back as ``error``, an HTTP error status as ``status`` with its body.
+A URL on this machine's loopback never goes through a proxy: urllib honours http_proxy/HTTP_PROXY and bypasses only
+what no_proxy lists, so on a host with a proxy set a check of 127.0.0.1 would ask the proxy about *its* loopback.
+Any other host keeps the environment's proxies.
+"""
+
+from __future__ import annotations
+
+import http.client
+import ipaddress
+import json
+import urllib.error
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ansible.module_utils.urls import open_url
+
+
+@dataclass(frozen=True)
+class HttpAnswer:
+    """What one request got: ``status`` (None when no HTTP answer came), the body, and why not when it failed."""
+
+    status: int | None
+    body: bytes = b""
+    error: str | None = None
+
+    def json(self) -> Any:
+        """The body as JSON; None when it is not JSON."""
+        try:
+            return json.loads(self.body or b"null")
+        except ValueError:
+            return None
+
+    def describe(self) -> str:
+        if self.status is None:
+            return self.error or "no answer"
+        text = self.body.decode("utf-8", "replace").strip()
+        return f"HTTP {self.status}" + (f" {text[:300]}" if text else "")
+
+
+def is_loopback_url(url: str) -> bool:
+    """True when the URL's host is this machine's loopback (localhost, 127.0.0.0/8, ::1)."""
+    host = (urllib.parse.urlsplit(url).hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def request(method: str, url: str, body: bytes | None = None, headers: Mapping[str, str] | None = None,
+            timeout: float = 10.0) -> HttpAnswer:  # fmt: skip
+    """``method`` on ``url`` once; loopback direct, elsewhere through the environment's proxies."""
+    try:
+        with open_url(url, data=body, headers=dict(headers or {}), method=method, timeout=timeout,
+                      use_proxy=not is_loopback_url(url), use_netrc=False) as response:  # fmt: skip
+            return HttpAnswer(response.status, response.read())
+    except urllib.error.HTTPError as exc:
+        return HttpAnswer(exc.code, exc.read() if exc.fp else b"")
+    except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return HttpAnswer(None, b"", f"{type(reason).__name__}: {reason}")

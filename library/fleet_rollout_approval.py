@@ -16,7 +16,8 @@ description:
     timeout passes.
   - A file rather than a prompt, so a run without a terminal (CI, AWX, a detached shell) waits as well, and an
     approval written for another batch never starts this one.
-  - Changes nothing. In check mode it does not wait and answers approved.
+  - While it waits, the file waiting-batch-N in that directory says so; it is removed when the wait ends. In check
+    mode it does not wait and answers approved.
 version_added: "0.1.0"
 author: specgate
 options:

@@ -165,29 +165,41 @@ def test_the_plan_refuses_bad_settings_before_any_host_changes(tmp_path, group_v
     assert hosts_of_task(runner, "Stand in for the stages and the gate") == []
 
 
-def _answer_when_asked(tmp_path: Path, file: str, delay: float = 1.0) -> threading.Thread:
-    """A person at the controller: once the report of the first batch is written, after ``delay`` s, writes ``file``
-    in the rollout's report directory (approve-batch-2, or stop)."""
+def _answer_when_asked(tmp_path: Path, file: str) -> tuple[threading.Thread, dict]:
+    """A person at the controller: once the rollout says it waits for batch 2 (waiting-batch-2 in its report
+    directory), writes ``file`` there (approve-batch-2, or stop). Returns the thread and when the file was written."""
+    written: dict = {}
+
     def answer() -> None:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            reports = list((tmp_path / "reports").glob("*/fleet.md"))
-            if reports:
-                time.sleep(delay)
-                (reports[0].parent / file).write_text("")
+            waiting = list((tmp_path / "reports").glob("*/waiting-batch-2"))
+            if waiting:
+                (waiting[0].parent / file).write_text("")
+                written["at"] = time.time()
                 return
-            time.sleep(0.2)
+            time.sleep(0.1)
 
     thread = threading.Thread(target=answer, daemon=True)
     thread.start()
-    return thread
+    return thread, written
+
+
+def _started(runner: ansible_runner.Runner, host: str) -> float:
+    """When the stage stand-in started on ``host`` (its task's event time)."""
+    from datetime import datetime
+
+    created = [e["created"] for e in runner.events if e["event"] == "runner_on_start"
+               and e["event_data"].get("host") == host
+               and e["event_data"].get("task") == "Stand in for the stages and the gate"]  # fmt: skip
+    return datetime.fromisoformat(created[0]).timestamp()
 
 
 APPROVAL = {"fleet_rollout_serial": [1, "100%"], "fleet_rollout_pause_between_batches": True}
 
 
 def test_a_person_approves_the_next_batch_before_it_starts(tmp_path) -> None:
-    answered = _answer_when_asked(tmp_path, "approve-batch-2")
+    answered, written = _answer_when_asked(tmp_path, "approve-batch-2")
     runner = run(tmp_path, ["h1", "h2", "h3"], APPROVAL)
     answered.join(timeout=5)
     assert runner.status == "successful", messages(runner)
@@ -200,12 +212,14 @@ def test_a_person_approves_the_next_batch_before_it_starts(tmp_path) -> None:
     waited = [e["event_data"]["res"] for e in runner.events if e["event"] == "runner_on_ok"
               and e["event_data"]["task"].startswith("Wait on the controller for a stop or the approval of batch")]
     assert [w["decision"] for w in waited] == ["approved"]
-    assert waited[0]["waited_s"] >= 1
+    # Batch 2 started only once the person had approved it, and the waiting mark is gone.
+    assert _started(runner, "h2") > written["at"]
+    assert not list((tmp_path / "reports").glob("*/waiting-batch-*"))
     assert [r["outcome"] for r in report(tmp_path)["hosts"]] == ["promoted"] * 3
 
 
 def test_a_person_stops_the_rollout_between_batches_and_the_report_says_so(tmp_path) -> None:
-    answered = _answer_when_asked(tmp_path, "stop")
+    answered, _written = _answer_when_asked(tmp_path, "stop")
     runner = run(tmp_path, ["h1", "h2", "h3"], APPROVAL)
     answered.join(timeout=5)
     assert runner.status == "failed"

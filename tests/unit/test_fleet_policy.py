@@ -118,6 +118,22 @@ def test_the_approval_of_this_batch_starts_it(tmp_path):
     assert decision.waited_s == 5
 
 
+def test_the_wait_says_it_waits_while_it_does_and_not_after(tmp_path):
+    seen = []
+    clock = FakeClock()
+
+    def sleep(seconds: float) -> None:
+        seen.append((tmp_path / "waiting-batch-2").exists())
+        clock.sleep(seconds)
+        if clock.now >= 3:
+            (tmp_path / "stop").write_text("")
+
+    decision = wait_for_approval(str(tmp_path), 2, 60, 1.0, clock=clock, sleep=sleep)
+    assert decision.decision == STOPPED
+    assert seen == [True, True, True]
+    assert not (tmp_path / "waiting-batch-2").exists()
+
+
 def test_an_approval_of_another_batch_does_not_start_this_one(tmp_path):
     decision = _wait(tmp_path, 3, 10, {1: "approve-batch-2"})
     assert decision.decision == TIMED_OUT

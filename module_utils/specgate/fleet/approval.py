@@ -3,7 +3,9 @@
 The rollout waits on the controller for a file in the rollout's report directory, written by whoever read the
 report: ``approve-batch-<N>`` starts batch N, ``stop`` ends the rollout where it is. A file, not a prompt: a run from
 CI, AWX or a detached shell has no terminal to answer a prompt on (Ansible's pause then goes on without waiting), and
-a stale approval of another batch never starts this one.
+a stale approval of another batch never starts this one. While it waits, ``waiting-batch-<N>`` in the same
+directory says so (for a person's tools, and so nobody approves a batch nothing waits for); it is gone once the wait
+ends.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ def approve_file(reports_dir: str, batch_number: int) -> Path:
 
 def stop_file(reports_dir: str) -> Path:
     return Path(reports_dir) / "stop"
+
+
+def waiting_file(reports_dir: str, batch_number: int) -> Path:
+    return Path(reports_dir) / f"waiting-batch-{int(batch_number)}"
 
 
 def instructions(reports_dir: str, batch_number: int, hosts: list[str], timeout: int) -> str:
@@ -49,6 +55,18 @@ def wait_for_approval(reports_dir: str, batch_number: int, timeout: float, poll:
     wins over an approval written at the same time."""
     started = clock()
     approve, stop = approve_file(reports_dir, batch_number), stop_file(reports_dir)
+    waiting = waiting_file(reports_dir, batch_number)
+    waiting.parent.mkdir(parents=True, exist_ok=True)
+    waiting.write_text(f"waiting up to {timeout:.0f} s for {approve.name} or {stop.name}\n")
+    try:
+        return _wait(batch_number, timeout, poll, approve=approve, stop=stop, started=started, clock=clock,
+                     sleep=sleep)
+    finally:
+        waiting.unlink(missing_ok=True)
+
+
+def _wait(batch_number: int, timeout: float, poll: float, *, approve: Path, stop: Path, started: float,
+          clock: Callable[[], float], sleep: Callable[[float], None]) -> Decision:  # fmt: skip
     while True:
         waited = clock() - started
         if stop.exists():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ansible.module_utils.specgate.common.ranges import as_number, first_range_refusal
@@ -121,7 +121,7 @@ class GateMetric:
     unit: str
     range: Mapping[str, Any]
     condition: Callable[[Sequence[Mapping], Settings, References], Condition]
-    settings: Mapping[str, Any] = field(default_factory=dict)
+    settings: tuple[str, ...] = ()  # the other settings it reads, by short name (declared by the role with defaults)
     cell: str = ""  # the setting (of ``settings``) naming the benchmark cell it is measured on, checked when it is on
     needs: str = ""  # a reference the condition cannot be judged without: "baseline" or "known_good"
     missing: str = ""  # why it is skipped when that reference is missing
@@ -147,7 +147,7 @@ def _cell(settings: Settings, key: str, metric_variable: str) -> Cell:
 
 
 def _accept_length(runs: Sequence[Mapping], s: Settings, _refs: References) -> Condition:
-    source, set_name = s.get("accept_length_source", "request"), s.get("accept_length_set", "code")
+    source, set_name = s.get("accept_length_source") or "request", s.get("accept_length_set") or "code"
     return Condition(
         name="accept_length", description=f"Acceptance length ({source}-side, set {set_name})",
         threshold=_float(s, "min_accept_length"), values=tuple(accept_length_values(runs, set_name, source)),
@@ -175,7 +175,7 @@ def _speedup(runs: Sequence[Mapping], s: Settings, refs: References) -> Conditio
 
 def _regression(runs: Sequence[Mapping], s: Settings, refs: References) -> Condition:
     cell = _cell(s, "regression_cell", "spec_gate_max_regression")
-    metric = s.get("regression_metric", "output_tok_s")
+    metric = s.get("regression_metric") or "output_tok_s"
     return Condition(
         name="regression", description=f"{metric} relative to known-good ({cell.label()})",
         threshold=1.0 - _float(s, "max_regression"),
@@ -190,7 +190,7 @@ GATE_METRICS: tuple[GateMetric, ...] = (
     GateMetric(
         name="accept_length", threshold="min_accept_length", unit="tokens per verify step",
         range={"min": 1, "null": True, "means": "tokens per verify step with the bonus token", "example": 3},
-        settings={"accept_length_set": "code", "accept_length_source": "request"}, condition=_accept_length,
+        settings=("accept_length_set", "accept_length_source"), condition=_accept_length,
     ),
     GateMetric(
         name="correctness", threshold="min_correctness", unit="pass rate",
@@ -199,20 +199,20 @@ GATE_METRICS: tuple[GateMetric, ...] = (
     GateMetric(
         name="speedup", threshold="min_speedup", unit="x the baseline",
         range={"above": 0, "null": True, "means": "candidate over baseline tok/s", "example": 1.2},
-        settings={"speedup_cell": None}, cell="speedup_cell", condition=_speedup, needs="baseline",
+        settings=("speedup_cell",), cell="speedup_cell", condition=_speedup, needs="baseline",
         missing="no stored no-speculation baseline for this host and target (run playbooks/bench.yml -e "
                 "spec_gate_bench_store_baseline=true on a no-speculation release)",
     ),
     GateMetric(
         name="regression", threshold="max_regression", unit="fraction of known-good",
         range={"min": 0, "below": 1, "null": True, "means": "a fraction", "example": "0.1 for 10 %"},
-        settings={"regression_metric": "output_tok_s", "regression_cell": None}, cell="regression_cell",
+        settings=("regression_metric", "regression_cell"), cell="regression_cell",
         condition=_regression,
         needs="known_good", missing="no gate result of a known-good release to compare with (first gated release)",
     ),
 )  # fmt: skip
-# Settings every metric reads, with their defaults and ranges.
-SHARED_SETTINGS: Mapping[str, Any] = {"failure_limit": None}
+# Settings every metric reads, and their ranges.
+SHARED_SETTINGS: tuple[str, ...] = ("failure_limit",)
 SHARED_RANGES: Mapping[str, Mapping[str, Any]] = {
     "failure_limit": {"integer": True, "min": 0, "null": True, "means": "failed requests allowed", "example": 0},
 }
@@ -228,16 +228,11 @@ def threshold_keys() -> list[str]:
 
 def thresholds_of(settings: Settings) -> dict[str, Any]:
     """The gate's thresholds by short name, from ``settings`` keyed by short or by full variable name (the role's
-    spec_gate_* values); a missing one takes its default (a threshold: null, off)."""
-    defaults = {**{m.threshold: None for m in GATE_METRICS}, **SHARED_SETTINGS}
-    for metric in GATE_METRICS:
-        defaults.update(metric.settings)
+    spec_gate_* values, defaults included); a missing one is null (a threshold: off; a setting: the metric's own
+    fallback)."""
     out = {}
-    for key, default in defaults.items():
-        if VARIABLE_PREFIX + key in settings:
-            out[key] = settings[VARIABLE_PREFIX + key]
-        else:
-            out[key] = settings.get(key, default)
+    for key in threshold_keys():
+        out[key] = settings[VARIABLE_PREFIX + key] if VARIABLE_PREFIX + key in settings else settings.get(key)
     return out
 
 

@@ -51,6 +51,7 @@ CONTROLLER_ONLY = {
     "test_sweep_resume": "drives the sweep (controller-side) through scripts/bench_sweep_search.py and the sim",
     "test_sweep_search": "drives the sweep (controller-side) through scripts/bench_sweep_search.py and the sim",
     "test_troubleshooting": "scripts/gen_troubleshooting.py reads roles/ YAML and the docs on the controller",
+    "test_entry_point_specs": "reads the playbooks and argument_specs on the controller",
     "test_import_direction": "reads the source tree's imports on the controller",
     "test_project_dir": "a filter plugin: controller-side, templated in the roles' defaults",
     "test_variable_names": "a filter plugin: controller-side, judged by preflight on the controller",

@@ -63,6 +63,19 @@ def test_the_bake_and_the_router_client_reach_loopback_directly_with_a_proxy_set
     assert proxy.connections == 0
 
 
+def test_a_request_through_the_proxy_leaves_the_processs_own_urllib_alone(proxy, engine, monkeypatch):
+    """One request through the proxy must not re-route this process's later urllib calls (ansible's open_url installs
+    its opener process-wide: after it, a plain urlopen of loopback went to the proxy even with the variables gone)."""
+    import urllib.request
+
+    assert http_get("http://weights-mirror.example:8080/health", timeout=5)[0] == 502
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name)
+    with urllib.request.urlopen(engine + "/health", timeout=5) as answer:
+        assert answer.status == 200
+    assert proxy.connections == 1
+
+
 def test_other_hosts_still_go_through_the_proxy(proxy):
     # The fake proxy works, and a non-loopback URL keeps honouring the environment: it answers in the proxy's name.
     status, _body, error = http_get("http://weights-mirror.example:8080/health", timeout=5)

@@ -1,10 +1,15 @@
-"""One HTTP request without raising, through Ansible's own client (ansible.module_utils.urls.open_url).
+"""One HTTP request without raising: the one client of every host-side call specgate makes to an engine, a router or
+a replica's /metrics.
 
-Every host-side call specgate makes to an engine, a router or a replica's /metrics goes through ``request``: a
-refused, reset or timed-out connection comes back as ``error``, an HTTP error status as ``status`` with its body.
+A refused, reset or timed-out connection comes back as ``error``, an HTTP error status as ``status`` with its body.
 A URL on this machine's loopback never goes through a proxy: urllib honours http_proxy/HTTP_PROXY and bypasses only
 what no_proxy lists, so on a host with a proxy set a check of 127.0.0.1 would ask the proxy about *its* loopback.
-Any other host keeps the environment's proxies.
+Any other host keeps the environment's proxies, read at each request.
+
+Not ansible.module_utils.urls.open_url: it installs its opener for the whole process (urls.py Request.open calls
+urllib.request.install_opener), so one call through a proxy re-routed every later urllib.request.urlopen of that
+process through that proxy (CI caught it: the sim harness's health checks went to a test's closed proxy). Each
+request here builds its own opener and leaves the process's alone.
 """
 
 from __future__ import annotations
@@ -14,11 +19,13 @@ import ipaddress
 import json
 import urllib.error
 import urllib.parse
+import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ansible.module_utils.urls import open_url
+# Loopback: an opener without proxies, whatever the environment says.
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 @dataclass(frozen=True)
@@ -57,9 +64,10 @@ def is_loopback_url(url: str) -> bool:
 def request(method: str, url: str, body: bytes | None = None, headers: Mapping[str, str] | None = None,
             timeout: float = 10.0) -> HttpAnswer:  # fmt: skip
     """``method`` on ``url`` once; loopback direct, elsewhere through the environment's proxies."""
+    opener = _DIRECT if is_loopback_url(url) else urllib.request.build_opener()
     try:
-        with open_url(url, data=body, headers=dict(headers or {}), method=method, timeout=timeout,
-                      use_proxy=not is_loopback_url(url), use_netrc=False) as response:  # fmt: skip
+        with opener.open(urllib.request.Request(url, data=body, headers=dict(headers or {}), method=method),
+                         timeout=timeout) as response:  # fmt: skip
             return HttpAnswer(response.status, response.read())
     except urllib.error.HTTPError as exc:
         return HttpAnswer(exc.code, exc.read() if exc.fp else b"")

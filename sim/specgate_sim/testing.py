@@ -74,7 +74,8 @@ class SimProcess:
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             return None
 
-    def wait_status(self, path: str, wanted: int | None, timeout: float = 15.0) -> None:
+    def wait_status(self, path: str, wanted: int | None, timeout: float = 60.0) -> None:
+        """Await the status: the bound only ends a failure, so it is wide enough for a machine at load 8."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.status(path) == wanted:
@@ -84,7 +85,7 @@ class SimProcess:
             time.sleep(0.02)
         raise AssertionError(f"{path} never answered {wanted}:\n{self.log()}")
 
-    def wait_ready(self, timeout: float = 15.0) -> None:
+    def wait_ready(self, timeout: float = 60.0) -> None:
         self.wait_status("/health", 200, timeout)
 
     def stop(self, timeout: float = 10.0) -> int:

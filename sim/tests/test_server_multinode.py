@@ -60,7 +60,7 @@ def pair(tmp_path: Path, target: Path):
         one.stop_all()
 
 
-def wait_exit(sim: testing.SimProcess, timeout: float = 10.0) -> int:
+def wait_exit(sim: testing.SimProcess, timeout: float = 60.0) -> int:
     return int(sim.proc.wait(timeout))
 
 

@@ -29,7 +29,8 @@ def node_joined(sim, port: int) -> bool:
     return joined(read_tables(), socket_inodes(pids), resolve("127.0.0.1"), port)
 
 
-def wait_for(predicate, timeout: float = 10.0) -> bool:
+def wait_for(predicate, timeout: float = 60.0) -> bool:
+    """Await the predicate; the bound only ends a failure (two sims start on a machine that may be at load 8)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():

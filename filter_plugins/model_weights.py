@@ -1,4 +1,5 @@
-"""Filter: the target's config.json and the deployment → what SGLang would refuse at load (logic in target_limits)."""
+"""Filters: the target's config.json and the deployment → what SGLang would refuse at load (logic in target_limits);
+the hub URL of one file of a repo, to read the config before anything is installed."""
 
 from __future__ import annotations
 
@@ -22,6 +23,17 @@ def model_weights_target_refusal(config: Mapping[str, Any], deployment: Mapping[
     return "; ".join(found)
 
 
+def model_weights_hub_file_url(repo_id: str, filename: str, revision: str = "", endpoint: str = "") -> str:
+    """`{{ repo | model_weights_hub_file_url('config.json', revision, endpoint) }}`: huggingface_hub's own URL of the
+    file (hf_hub_url), so a GET from the host reads it before the venv that holds huggingface_hub is installed there."""
+    from huggingface_hub import hf_hub_url
+
+    if not repo_id:
+        raise AnsibleFilterError("model_weights_hub_file_url: no repo id (model_weights_target_repo is empty)")
+    return str(hf_hub_url(repo_id, filename, revision=revision or None, endpoint=endpoint or None))
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
-        return {"model_weights_target_refusal": model_weights_target_refusal}
+        return {"model_weights_target_refusal": model_weights_target_refusal,
+                "model_weights_hub_file_url": model_weights_hub_file_url}

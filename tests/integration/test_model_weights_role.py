@@ -170,7 +170,8 @@ def test_check_mode_plans_and_writes_nothing(hub_root, tmp_path):
         run = play(tmp_path, role_vars(hub.url, tmp_path / "models"), check=True)
         assert run.status == "successful", results(run, "runner_on_failed")
         assert not (tmp_path / "models").exists()
-        assert hub.resolve_requests("GET") == []
+        # Only the target's config.json is read (a few kilobytes, into memory), to judge the deployment against it.
+        assert [r["path"] for r in hub.resolve_requests("GET")] == [f"/{fixtures.TARGET}/resolve/main/config.json"]
 
 
 def test_broken_drafter_fails_before_the_target_shards_are_fetched(hub_root, tmp_path):

@@ -80,6 +80,11 @@ observed:
   returned: always
   type: list
   elements: dict
+in_flight_at_start:
+  description: Requests running or waiting at the first reading, right after the worker left the router (what the
+    drain waited for); 0 when nothing listened, null when no reading came. In check mode, the queue now.
+  returned: always
+  type: int
 errors:
   description: Polls that got no reading (an error or an odd answer), retried.
   returned: always
@@ -101,10 +106,12 @@ def main() -> None:
         if module.check_mode:
             load, answer = read_load(p["url"], api_key=p["api_key"])
             last = {"running": load.running, "waiting": load.waiting} if load is not None else None
+            in_flight = load.busy if load is not None else None
             listening = answer.status is not None or "ConnectionRefused" not in (answer.error or "")
             module.exit_json(changed=False, idle=(load is not None and load.busy == 0) or not listening, waited_s=0.0,
                              polls=1, reason="check mode: read once, not waited", listening=listening, last=last,
-                             observed=[], errors=0 if load is not None or not listening else 1)
+                             observed=[], in_flight_at_start=in_flight if listening else 0,
+                             errors=0 if load is not None or not listening else 1)
         result = wait_worker_idle(p["url"], p["timeout"], api_key=p["api_key"], interval=p["poll_interval"])
     except FleetError as exc:
         module.fail_json(msg=str(exc), url=p["url"])

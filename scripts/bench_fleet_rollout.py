@@ -54,6 +54,8 @@ class Round:
     wall_s: float
     status: str
     promoted: list[str] = field(default_factory=list)
+    # Per replica that left the router: requests in flight on it then, and seconds its drain waited on them.
+    leaves: dict[str, tuple[int | None, float | None]] = field(default_factory=dict)
 
 
 def fill(template: str, round_no: int) -> dict:
@@ -76,47 +78,59 @@ def success_line(ok: int, failed: int) -> str:
 
 
 class Client:
-    """Requests through the router in a loop until stopped (or a cap on count or time is reached), counting every
-    answer that is not a 200. molecule/fleet's tests send their traffic with it too."""
+    """Requests through the router until stopped (or a cap on count or time is reached), `concurrency` at a time,
+    each `max_new_tokens` long (EOS ignored, so each runs its full length): several requests are in flight on every
+    replica whenever one leaves the router, and its drain waits on them. Counts every answer that is not a 200.
+    molecule/fleet's tests send their traffic with it too."""
 
     def __init__(self, router: str, api_key: str | None, max_requests: int | None = None,
-                 max_seconds: float | None = None) -> None:
+                 max_seconds: float | None = None, *, concurrency: int = 8, max_new_tokens: int = 512) -> None:
         self.router = router.rstrip("/")
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.ok = 0
         self.failed: list[str] = []
         self._limits = (max_requests, max_seconds)
+        self._max_new_tokens = max_new_tokens
+        self._count = threading.Lock()
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._threads = [threading.Thread(target=self._run, daemon=True) for _ in range(concurrency)]
+
+    @property
+    def sent(self) -> int:
+        return self.ok + len(self.failed)
 
     def _capped(self, started: float) -> bool:
         max_requests, max_seconds = self._limits
-        return ((max_requests is not None and self.ok + len(self.failed) >= max_requests)
+        return ((max_requests is not None and self.sent >= max_requests)
                 or (max_seconds is not None and time.monotonic() - started > max_seconds))
 
     def _run(self) -> None:
         started = time.monotonic()
-        with httpx.Client(timeout=60, headers=self.headers) as client:
+        with httpx.Client(timeout=120, headers=self.headers) as client:
             while not self._stop.is_set() and not self._capped(started):
                 try:
                     answer = client.post(f"{self.router}/generate", json={
-                        "text": f"def add_{self.ok + len(self.failed)}(a, b):",
-                        "sampling_params": {"max_new_tokens": 16}})
-                    if answer.status_code == 200:
+                        "text": f"def add_{self.sent}(a, b):",
+                        "sampling_params": {"max_new_tokens": self._max_new_tokens, "ignore_eos": True}})
+                    failure = None if answer.status_code == 200 else f"{answer.status_code}: {answer.text[:200]}"
+                except httpx.HTTPError as error:
+                    failure = repr(error)
+                with self._count:
+                    if failure is None:
                         self.ok += 1
                     else:
-                        self.failed.append(f"{answer.status_code}: {answer.text[:200]}")
-                except httpx.HTTPError as error:
-                    self.failed.append(repr(error))
+                        self.failed.append(failure)
                 time.sleep(0.05)
 
     def __enter__(self) -> Client:
-        self._thread.start()
+        for thread in self._threads:
+            thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
-        self._thread.join(timeout=120)
+        for thread in self._threads:
+            thread.join(timeout=150)
 
 
 def deploy(inventory: str, extravars: dict, limit: str | None, name: str, hosts: list[str]) -> Round:
@@ -129,14 +143,16 @@ def deploy(inventory: str, extravars: dict, limit: str | None, name: str, hosts:
             envvars={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_FACT_CACHING": "memory"},
         )
         wall = time.monotonic() - started
-        # The rollout's own report says which replicas ended promoted on the round's release.
-        promoted = [row["host"] for path in reports.glob("*/fleet.json")
-                    for row in json.loads(path.read_text())["hosts"] if row.get("outcome") == "promoted"]
+        # The rollout's own report says which replicas ended promoted on the round's release, and how each left.
+        rows = [row for path in reports.glob("*/fleet.json") for row in json.loads(path.read_text())["hosts"]]
+        promoted = [row["host"] for row in rows if row.get("outcome") == "promoted"]
+        leaves = {row["host"]: (row["router"].get("in_flight_at_leave"), row["router"].get("drained_s"))
+                  for row in rows if (row.get("router") or {}).get("removed")}
         if run.status != "successful":
             failures = [str(e["event_data"].get("res", {}).get("msg", ""))[:300] for e in run.events
                         if e.get("event") == "runner_on_failed"]
             print(f"{name}: deploy.yml ended {run.status}: {failures[:3]}", file=sys.stderr)
-        return Round(name, hosts, wall, run.status, sorted(promoted))
+        return Round(name, hosts, wall, run.status, sorted(promoted), leaves)
 
 
 def inventory_groups(inventory: str) -> dict[str, list[str]]:
@@ -162,6 +178,8 @@ def main() -> int:
                         help="sglang_router_min_healthy_workers during the batch round")
     parser.add_argument("--first-round", type=int, default=int(time.time()) % 100000,
                         help="the first round's number (rounds count up from it)")
+    parser.add_argument("--concurrency", type=int, default=8, help="the client's requests in flight at once")
+    parser.add_argument("--max-new-tokens", type=int, default=512, help="each request's output length")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
 
@@ -177,7 +195,7 @@ def main() -> int:
     single = deploy(args.inventory, fill(args.config, round_no), limit_one, "one replica", [replicas[0]])
     print(f"one replica ({replicas[0]}): {single.wall_s:.1f} s, {single.status}", flush=True)
 
-    with Client(args.router, args.api_key) as client:
+    with Client(args.router, args.api_key, concurrency=args.concurrency, max_new_tokens=args.max_new_tokens) as client:
         serial = deploy(args.inventory, {**fill(args.config, round_no + 1), "fleet_rollout_serial": [1]}, None,
                         "serial 1", replicas)
         time.sleep(3)  # requests keep flowing after the last replica is back
@@ -198,6 +216,8 @@ def main() -> int:
     print(ratio_line("serial 1", serial.wall_s, len(replicas), single.wall_s))
     print(ratio_line(f"batches {batch_serial}", batched.wall_s, len(replicas), single.wall_s))
     print(success_line(client.ok, len(client.failed)))
+    for replica, (in_flight, drained_s) in serial.leaves.items():
+        print(f"  {replica} left the router with {in_flight} request(s) in flight, drained in {drained_s} s")
     for failure in client.failed[:5]:
         print(f"  failed request: {failure}")
     if args.json:
@@ -207,6 +227,8 @@ def main() -> int:
             "serial1_ratio": serial.wall_s / (len(replicas) * single.wall_s),
             "batches_ratio": batched.wall_s / (len(replicas) * single.wall_s),
             "requests_ok": client.ok, "requests_failed": len(client.failed),
+            "serial1_leaves": {replica: {"in_flight": in_flight, "drained_s": drained_s}
+                               for replica, (in_flight, drained_s) in serial.leaves.items()},
         }, indent=2) + "\n")
     return 1 if bad or client.failed else 0
 

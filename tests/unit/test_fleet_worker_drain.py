@@ -44,6 +44,8 @@ def test_waits_until_nothing_runs_or_waits_on_any_dp_rank():
     # each change of the queue once, not every poll
     assert result.observed == [{"t": 0.0, "running": 5, "waiting": 1}, {"t": 4.0, "running": 1, "waiting": 0},
                                {"t": 6.0, "running": 0, "waiting": 0}]
+    assert result.in_flight_at_start == 6  # what the drain waited on, reported at each leave
+    assert result.as_dict()["in_flight_at_start"] == 6
     assert worker.requests[0][0] == WORKER + "/v1/loads?include=core"
 
 
@@ -74,6 +76,7 @@ def test_a_worker_on_which_nothing_listens_counts_as_drained():
     assert result.listening is False
     assert "nothing listens" in result.summary
     assert result.as_dict()["reason"] == result.summary
+    assert result.in_flight_at_start == 0  # no process, no request in flight
 
 
 def test_errors_and_odd_answers_are_retried_until_a_reading_comes():

@@ -154,6 +154,18 @@ def _numbers(row: Mapping[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def _leave(row: Mapping[str, Any]) -> str:
+    """How the replica left the router: the requests in flight on it then, and how long its drain waited on them."""
+    router = row.get("router") or {}
+    if not router.get("removed"):
+        return ""
+    in_flight, drained = router.get("in_flight_at_leave"), router.get("drained_s")
+    parts = [] if in_flight in (None, "") else [f"{in_flight} in flight"]
+    if drained not in (None, ""):
+        parts.append(f"drained in {float(drained):.1f} s")
+    return ", ".join(parts)
+
+
 def report_markdown(rollout: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str:
     """The fleet report a person reads: the plan, one line per host, and why the rollout stopped if it did."""
     counts: dict[str, int] = {}
@@ -171,8 +183,8 @@ def report_markdown(rollout: Mapping[str, Any], rows: Sequence[Mapping[str, Any]
         lines += ["", f"**Stopped:** {rollout['stopped']}"]
     lines += [
         "",
-        "| batch | host | outcome | old release | new release | serving | verdict | numbers |",
-        "|---:|---|---|---|---|---|---|---|",
+        "| batch | host | outcome | old release | new release | serving | verdict | numbers | left the router |",
+        "|---:|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         verdict = row.get("verdict") or ""
@@ -184,7 +196,7 @@ def report_markdown(rollout: Mapping[str, Any], rows: Sequence[Mapping[str, Any]
                 _cell(v)
                 for v in (
                     row.get("batch"), row["host"], row["outcome"], row.get("previous_release"),
-                    row.get("candidate"), row.get("serving"), verdict, _numbers(row),
+                    row.get("candidate"), row.get("serving"), verdict, _numbers(row), _leave(row),
                 )
             )
             + " |"

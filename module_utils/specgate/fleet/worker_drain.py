@@ -68,6 +68,14 @@ class DrainResult:
     observed: list[dict[str, Any]] = field(default_factory=list)
     errors: int = 0
 
+    @property
+    def in_flight_at_start(self) -> int | None:
+        """Requests running or waiting at the first reading, right after the worker left the router: what the drain
+        had to wait for. 0 when nothing listened; None when no reading came."""
+        if self.observed:
+            return int(self.observed[0]["running"]) + int(self.observed[0]["waiting"])
+        return 0 if not self.listening else None
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "url": self.url,
@@ -78,6 +86,7 @@ class DrainResult:
             "listening": self.listening,
             "last": self.last,
             "observed": self.observed,
+            "in_flight_at_start": self.in_flight_at_start,
             "errors": self.errors,
         }
 

@@ -106,8 +106,9 @@ def hosts_that_ran(run: ansible_runner.Runner, task_prefix: str) -> list[str]:
 
 
 def router_client() -> fleet_bench.Client:
-    """Requests through the router, as scripts/bench_fleet_rollout.py sends them, capped to outlast a rollout."""
-    return fleet_bench.Client(ROUTER, KEY, max_requests=50000, max_seconds=900)
+    """Requests through the router, as scripts/bench_fleet_rollout.py sends them (8 at a time, 512 tokens each, so
+    several run on each replica when it leaves and its drain waits on them), capped to outlast a rollout."""
+    return fleet_bench.Client(ROUTER, KEY, max_requests=50000, max_seconds=900, concurrency=8, max_new_tokens=512)
 
 
 def test_converged_fleet_serves_behind_a_ready_router() -> None:
@@ -165,6 +166,13 @@ def test_a_passing_configuration_reaches_the_fleet_one_batch_at_a_time_without_a
     ]
     assert report["hosts"][0]["previous_release"] == known["specgate-fleet-a"][0]
     assert report["hosts"][0]["router"]["drained_s"] is not None
+    # Each replica left with requests running on it, which the drain waited on (not one short request at a time);
+    # the client above still saw none fail.
+    in_flight = {row["host"]: int(row["router"]["in_flight_at_leave"]) for row in report["hosts"]}
+    assert min(in_flight.values()) >= 1, in_flight
+    assert all(float(row["router"]["drained_s"]) > 0 for row in report["hosts"]), report["hosts"]
+    (markdown,) = (tmp_path / "reports").glob("*/fleet.md")
+    assert "in flight, drained in" in markdown.read_text()
     assert report["hosts"][0]["bake"]["phase"] == "passed"
     assert report["hosts"][0]["bake"]["accept_length"] > 2
     assert wait_router_healthy() == {f"http://127.0.0.1:{port}": True for port in REPLICAS.values()}

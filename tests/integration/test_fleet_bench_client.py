@@ -1,0 +1,35 @@
+"""The fleet client (scripts/bench_fleet_rollout.py's, which molecule/fleet sends its traffic with) against a real sim
+process: it keeps `concurrency` requests in flight at once, each its full length, so a replica leaving the router has
+several running for its drain to wait on; every answer is counted."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from ansible.module_utils.specgate.fleet.worker_drain import read_load
+from specgate_sim import testing
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+import bench_fleet_rollout as fleet_bench  # a script, found through the path above
+
+
+def test_the_client_keeps_several_full_length_requests_in_flight_and_counts_each(tmp_path: Path) -> None:
+    target = testing.write_model_dir(tmp_path / "target", testing.TARGET_CONFIG, weight_bytes=1 << 20)
+    sim = testing.start(["--model-path", str(target)], log_path=tmp_path / "sim.log",
+                        env={"SPECGATE_SIM_LOAD_SECONDS": "0", "SPECGATE_SIM_TIME_SCALE": "0.2"})
+    try:
+        sim.wait_ready()
+        busiest = 0
+        with fleet_bench.Client(sim.url, None, concurrency=4, max_new_tokens=256) as client:
+            deadline = time.monotonic() + 60
+            while client.ok < 8 and time.monotonic() < deadline:
+                load, _ = read_load(sim.url)
+                busiest = max(busiest, load.running + load.waiting if load else 0)
+                time.sleep(0.05)
+    finally:
+        sim.stop()
+    assert client.failed == [], client.failed[:3]
+    assert client.ok >= 8
+    assert busiest >= 3, busiest  # one request at a time would read at most 1

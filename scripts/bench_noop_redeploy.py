@@ -11,8 +11,9 @@ is as wanted and change nothing, quickly. Needs the demo up and deployed (the RE
 Each round is `ansible-playbook deploy.yml -i inventory/demo` through ansible-runner; the first round settles
 anything left to do and is reported but not counted unless --count-first. Then one `--check` round: check mode
 must predict what the re-run did, so it must report 0 tasks changed too (--no-check skips it). The last line gives
-the median against the goal; the exit status is 0 when the median meets it, every measured round changed nothing
-and the check round reported nothing changed.
+the median against the goal; the exit status is 0 when the median meets it, every measured round changed nothing on
+the host and the check round reported nothing changed. Each round writes its own rollout report on the controller,
+and says so (changed): those writes are counted apart (scripts/run_changes.py), not as the host's changes.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import ansible_runner
+from run_changes import is_report_write, report_writes
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
@@ -38,6 +40,7 @@ class Round:
     wall: float
     status: str
     changed: list[str] = field(default_factory=list)
+    report_writes: int = 0
     slowest: list[tuple[float, str]] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
 
@@ -45,14 +48,14 @@ class Round:
 def summarize(events: list[dict]) -> tuple[list[str], list[tuple[float, str]], list[str]]:
     """(tasks changed, (seconds, "role: task") slowest first, failed tasks with their message) of one run's
     ansible-runner events. A task that ran in a loop counts once (its runner_on_ok holds the items); skipped
-    tasks take no host time and are left out."""
+    tasks take no host time and are left out; the rollout report's writes on the controller are no host change."""
     changed, durations, failed = [], [], []
     for event in events:
         data = event.get("event_data", {})
         task = data.get("task", "")
         name = f"{data['role']}: {task}" if data.get("role") else task
         if event.get("event") == "runner_on_ok":
-            if data.get("res", {}).get("changed"):
+            if data.get("res", {}).get("changed") and not is_report_write(data):
                 changed.append(name)
             if data.get("duration") is not None:
                 durations.append((float(data["duration"]), name))
@@ -80,15 +83,17 @@ def one_run(inventory: str, extra: list[str]) -> Round:
             envvars={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "PATH": path},
         )
         wall = time.monotonic() - started
-        changed, slowest, failed = summarize(list(run.events))
+        events = list(run.events)
+        changed, slowest, failed = summarize(events)
         if run.status != "successful" and not failed:
             failed = [run.stdout.read()[-2000:]]
-        return Round(wall, run.status, changed, slowest, failed)
+        return Round(wall, run.status, changed, len(report_writes(events)), slowest, failed)
 
 
 def report(label: str, result: Round, slowest: int) -> None:
-    print(f"{label}: {result.wall:.1f} s, status {result.status}, {len(result.changed)} task(s) changed"
-          + (f": {result.changed}" if result.changed else ""))
+    print(f"{label}: {result.wall:.1f} s, status {result.status}, {len(result.changed)} task(s) changed on the host"
+          + (f": {result.changed}" if result.changed else "")
+          + f" ({result.report_writes} write(s) of the rollout report on the controller)")
     for seconds, task in result.slowest[:slowest]:
         print(f"    {seconds:6.2f} s  {task}")
     for failure in result.failed:

@@ -5,6 +5,7 @@ later batches, as the real deploy.yml composes them (the same role entry points,
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from pathlib import Path
@@ -14,6 +15,8 @@ import pytest
 import yaml
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(PROJECT_ROOT / "scripts"))
+from run_changes import host_changes, report_writes  # noqa: E402 - a script module, found through the path above
 
 # The deploy play's shape (playbooks/deploy.yml): the plan play, then serial batches whose always runs finish. The
 # stage stand-in fails a host named in `fail_hosts` as a gate would (a rolled-back verdict) or promotes it.
@@ -99,6 +102,20 @@ def test_batches_follow_the_inventorys_serial_and_all_pass(tmp_path) -> None:
         ("h1", 1, "promoted"), ("h2", 2, "promoted"), ("h3", 2, "promoted"), ("h4", 3, "promoted"),
         ("h5", 3, "promoted"),
     ]
+
+
+def test_the_report_writes_on_the_controller_say_they_changed_and_are_a_runs_only_changes(tmp_path) -> None:
+    """#31: no `changed_when: false` on the report. Each batch rewrites the report (a new directory for the first),
+    counted on the batch's first host; the stand-in stages change nothing, so the report writes are all there is."""
+    runner = run(tmp_path, HOSTS[:2], {"fleet_rollout_serial": [1]})
+    assert runner.status == "successful", messages(runner)
+    assert host_changes(runner.events) == []
+    assert report_writes(runner.events) == [
+        "Make the rollout's report directory", "Write fleet.json - the plan and one row per host",
+        "Write fleet.md - the table a person reads",  # batch 1
+        "Write fleet.json - the plan and one row per host", "Write fleet.md - the table a person reads",  # batch 2
+    ]
+    assert runner.stats["changed"] == {"h1": 3, "h2": 2}
 
 
 def test_a_failed_canary_stops_the_rollout_before_the_next_batch(tmp_path) -> None:

@@ -102,8 +102,9 @@ def test_sglang_0_5_19_accepts_cuda_12():
 
 def test_cuda_lane_table():
     assert cuda_lane_for_sglang("0.5.23").allowed_majors == (13,)
-    assert cuda_lane_for_sglang("0.5.20").allowed_majors == (13,)
+    assert cuda_lane_for_sglang("0.5.20").allowed_majors == (13,)  # after the last CUDA 12 release of the catalog
     assert cuda_lane_for_sglang("0.5.19").allowed_majors == (12, 13)
+    assert cuda_lane_for_sglang("0.5.12").allowed_majors == (12, 13)  # the lane of 0.5.11, the release before it
     assert cuda_meets_minimum("sm103", "12.9")
     assert not cuda_meets_minimum("sm103", "12.8")
     assert cuda_meets_minimum("sm90", "12.0")

@@ -190,3 +190,37 @@ def test_the_router_reads_its_pins_as_pip_does():
     assert filters["specgate_requirement_names"](lines[:3], "sglang_router_packages") == ["sglang-router"] * 3
     with pytest.raises(ValueError, match=r"^sglang_router_packages: '==0\.3' is not a requirement pip can read"):
         filters["specgate_requirement_names"](lines[3:], "sglang_router_packages")
+
+
+@pytest.mark.parametrize(
+    ("packages", "said"),
+    [
+        # 0.5.19's FlashInfer beside 0.5.23: the catalog names the release that goes with the pin.
+        (["sglang==0.5.23", "flashinfer-python[cu13]==0.6.18", "sglang-kernel==0.4.10"],
+         "pins flashinfer-python==0.6.18, but SGLang 0.5.23 requires flashinfer-python==0.7.2 (its wheel's "
+         "Requires-Dist); pip would refuse the set on the host after downloading it. Fix: pin "
+         "flashinfer-python==0.7.2, or pin sglang==0.5.19, the release that pins flashinfer-python==0.6.18."),
+        # A kernel no catalogued release pins, spelled as pip allows: no release to suggest.
+        (["sglang==0.5.23", "flashinfer-python==0.7.2", "SGLang_Kernel == 0.4.11"],
+         "pins SGLang_Kernel==0.4.11, but SGLang 0.5.23 requires SGLang_Kernel==0.4.10 (its wheel's Requires-Dist); "
+         "pip would refuse the set on the host after downloading it. Fix: pin SGLang_Kernel==0.4.10."),
+        (["sglang==0.5.19", "torch==2.14.1"], "SGLang 0.5.19 requires torch==2.13.0"),
+    ],
+    ids=["older-flashinfer", "unknown-kernel", "torch"],
+)
+def test_a_companion_pinned_apart_from_what_the_sglang_wheel_pins_is_refused_in_the_plan(packages, said):
+    problems = env_plan(packages=packages).problems
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("sglang_env_packages: ")
+    assert said in problems[0]
+
+
+@pytest.mark.parametrize(
+    "packages",
+    [STACK, ["sglang==0.5.19", "flashinfer-python==0.6.18", "sglang-kernel==0.4.6.post1", "torch==2.13.0"],
+     ["sglang==0.5.23", "flashinfer-python>=0.7"], ["sglang==0.5.23", "transformers==5.3.0"]],
+    ids=["0.5.23-stack", "0.5.19-stack", "unpinned-companion", "not-a-companion"],
+)
+def test_the_stack_a_release_pins_or_no_companion_pin_is_accepted(packages):
+    # (An unpinned line is refused by the pin rule, not as a stack mismatch.)
+    assert not [p for p in env_plan(packages=packages).problems if "Requires-Dist" in p]

@@ -5,7 +5,8 @@ changes), the weights stage's limits, and the service's renderer (module_utils/s
 A version string is `X.Y.Z`, optionally with the local label `+ddtree` (`0.5.23+ddtree`) when the install carries the
 DDTree pull request (sgl-project/sglang#29907). Users never write that label: sglang_env derives it
 (`render_version`) from the features its patches or git source declare (`provides`). Adding an SGLang release is one
-VERSION_RULES row (read from its wheel) plus the peer tests that resolve every shipped profile with it.
+VERSION_RULES row (read from its wheel: its flag spellings, its CUDA lane, the stack its metadata pins) plus the peer
+tests that resolve every shipped profile with it and compare the row's stack with the wheel's Requires-Dist.
 """
 
 from __future__ import annotations
@@ -37,6 +38,11 @@ from typing import Any
 #   gated_launch: whether --gated-launch-port exists (srt/distributed/gated_launch.py, new in 0.5.19; 0.5.23 has it
 #                 as srt/arg_groups/fields/parallel.py::gated_launch_port): multi-node starts use it to see every
 #                 node join before the weights load (module_utils/specgate/service/node_topology.py)
+#   cuda_majors: the CUDA majors its pinned torch/FlashInfer/sglang-kernel stack has builds for (sglang-reference.md:
+#                0.5.19 is the last release with a CUDA 12 lane); cuda_toolkit_version must be one of them
+#   stack: the companions its wheel pins exactly (sglang-X.dist-info/METADATA Requires-Dist, checked by tests/peer):
+#          pip installs sglang only with these, so a different pin of one in sglang_env_packages is refused in the
+#          plan instead of by pip's resolver on the host
 @dataclass(frozen=True)
 class VersionRules:
     window: str
@@ -46,6 +52,8 @@ class VersionRules:
     dflash_attn_dp: bool
     dflash_draft_backends: tuple[str, ...]
     gated_launch: bool
+    cuda_majors: tuple[int, ...]
+    stack: tuple[tuple[str, str], ...]
 
 
 VERSION_RULES: dict[str, VersionRules] = {
@@ -57,6 +65,8 @@ VERSION_RULES: dict[str, VersionRules] = {
         dflash_attn_dp=False,
         dflash_draft_backends=("flashinfer", "fa3", "fa4", "triton"),
         gated_launch=False,
+        cuda_majors=(12, 13),
+        stack=(("flashinfer-python", "0.6.8.post1"), ("sglang-kernel", "0.4.2"), ("torch", "2.11.0")),
     ),
     "0.5.19": VersionRules(
         window="speculative-dflash-draft-window-size",
@@ -66,6 +76,8 @@ VERSION_RULES: dict[str, VersionRules] = {
         dflash_attn_dp=False,
         dflash_draft_backends=("flashinfer", "fa3", "fa4", "triton", "trtllm_mha", "ascend"),
         gated_launch=True,
+        cuda_majors=(12, 13),
+        stack=(("flashinfer-python", "0.6.18"), ("sglang-kernel", "0.4.6.post1"), ("torch", "2.13.0")),
     ),
     "0.5.23": VersionRules(
         window="speculative-draft-window-size",
@@ -75,18 +87,44 @@ VERSION_RULES: dict[str, VersionRules] = {
         dflash_attn_dp=True,
         dflash_draft_backends=("flashinfer", "fa3", "fa4", "triton", "ascend", "trtllm_mha", "intel_xpu"),
         gated_launch=True,
+        cuda_majors=(13,),
+        stack=(("flashinfer-python", "0.7.2"), ("sglang-kernel", "0.4.10"), ("torch", "2.14.1")),
     ),
 }
 # 0.5.15 spells everything specgate renders as 0.5.19 does (its own parser and resolver accept every 0.5.19
-# rendering: tests/peer); only its DFLASH draft backends are fewer (no trtllm_mha), and it has no gated launch
-# (its wheel has no srt/distributed/gated_launch.py).
+# rendering: tests/peer); only its DFLASH draft backends are fewer (no trtllm_mha), it has no gated launch (its wheel
+# has no srt/distributed/gated_launch.py), and its stack is older.
 VERSION_RULES["0.5.15"] = replace(
     VERSION_RULES["0.5.19"],
     dflash_draft_backends=("flashinfer", "fa3", "fa4", "triton", "ascend"),
     gated_launch=False,
+    stack=(("flashinfer-python", "0.6.12"), ("sglang-kernel", "0.4.4"), ("torch", "2.11.0")),
 )
 VERSION_RULES = dict(sorted(VERSION_RULES.items(), key=lambda item: tuple(map(int, item[0].split(".")))))
 SUPPORTED_VERSIONS = tuple(VERSION_RULES)
+
+
+def release_key(release: str) -> tuple[int, ...]:
+    """`0.5.23` → (0, 5, 23), for ordering releases."""
+    return tuple(int(part) for part in release.split("."))
+
+
+def cuda_majors_of(release: str) -> tuple[int, ...]:
+    """The CUDA majors a release's stack is built for: its catalog row's; a release without one (judged before it is
+    refused, or named in a message) takes the lane of the newest catalogued release at or before it, and a release
+    after the last one with a CUDA 12 lane only CUDA 13 (SGLang did not go back)."""
+    if release in VERSION_RULES:
+        return VERSION_RULES[release].cuda_majors
+    last_cuda12 = max((r for r, rules in VERSION_RULES.items() if 12 in rules.cuda_majors), key=release_key)
+    if release_key(release) > release_key(last_cuda12):
+        return (13,)
+    earlier = [r for r in VERSION_RULES if release_key(r) <= release_key(release)] or [SUPPORTED_VERSIONS[0]]
+    return VERSION_RULES[max(earlier, key=release_key)].cuda_majors
+
+
+def releases_for_cuda(major: int) -> tuple[str, ...]:
+    """The catalogued releases whose stack has builds for CUDA ``major``."""
+    return tuple(r for r, rules in VERSION_RULES.items() if major in rules.cuda_majors)
 
 _VERSION = re.compile(r"^(\d+\.\d+\.\d+)(\+ddtree)?$")
 # PEP 440 suffixes after X.Y.Z: .postN, .devN, aN/bN/rcN (with optional separators), and a local label.

@@ -1,13 +1,15 @@
 """Which CUDA toolkit an SM arch and an SGLang release need, and how each arch is spelled for the compilers.
 
 One table for preflight (refuse a bad combination) and cuda_toolkit (pick nvcc flags and arch lists).
-Sources: sglang-reference.md (Blackwell section; sglang 0.5.23 pins torch 2.14.1 / flashinfer cu13,
-0.5.19 is the last release with a CUDA 12 lane) and DESIGN.md (minimum toolkit per arch).
+Sources: DESIGN.md (minimum toolkit per arch). Which CUDA an SGLang release needs is its row of the engine-version
+catalog (module_utils/specgate/common/engine.py: cuda_majors).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from ansible.module_utils.specgate.common.engine import cuda_majors_of
 
 # Minimum CUDA toolkit per arch: Hopper since 12.0, Blackwell datacenter (SM100) and workstation (SM120)
 # since 12.8, Blackwell Ultra (SM103) since 12.9.
@@ -35,11 +37,6 @@ ARCH_LIST_BY_ARCH: dict[str, str] = {
 # SM number as a cubin's ELF header records it (e_flags bits 8-15 in ELF ABI version 8).
 SM_NUMBER_BY_ARCH: dict[str, int] = {"sm90": 90, "sm100": 100, "sm103": 103, "sm120": 120}
 
-# The last SGLang release that still ships a CUDA 12 build of its stack; later ones need CUDA 13.
-LAST_CUDA12_SGLANG = (0, 5, 19)
-# DFLASH appeared in SGLang 0.5.11.
-FIRST_DFLASH_SGLANG = (0, 5, 11)
-
 
 @dataclass(frozen=True)
 class CudaLane:
@@ -56,11 +53,12 @@ def parse_version(text: str, parts: int) -> tuple[int, ...]:
 
 
 def cuda_lane_for_sglang(sglang_version: str) -> CudaLane:
-    """CUDA majors an SGLang release's pinned torch/FlashInfer/sglang-kernel stack is built for."""
-    version = parse_version(sglang_version, 3)
-    if version <= LAST_CUDA12_SGLANG:
-        return CudaLane((12, 13), f"SGLang {sglang_version} has CUDA 12 and CUDA 13 builds")
-    return CudaLane((13,), f"SGLang {sglang_version} pins torch/FlashInfer/sglang-kernel built for CUDA 13")
+    """CUDA majors an SGLang release's pinned torch/FlashInfer/sglang-kernel stack is built for (the catalog's)."""
+    release = ".".join(map(str, parse_version(sglang_version, 3)))
+    majors = cuda_majors_of(release)
+    if len(majors) > 1:
+        return CudaLane(majors, f"SGLang {sglang_version} has {' and '.join(f'CUDA {m}' for m in majors)} builds")
+    return CudaLane(majors, f"SGLang {sglang_version} pins torch/FlashInfer/sglang-kernel built for CUDA {majors[0]}")
 
 
 def cuda_meets_minimum(arch: str, cuda_version: str) -> bool:

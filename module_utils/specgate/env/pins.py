@@ -58,6 +58,32 @@ def sglang_pin(packages: list[str]) -> str:
     return ""
 
 
+def stack_refusals(packages: list[str], release: str, stacks: Mapping[str, tuple[tuple[str, str], ...]]) -> list[str]:
+    """A pin in ``packages`` of a companion the SGLang ``release`` pins exactly (``stacks[release]``: its wheel's
+    Requires-Dist) at another version: pip would refuse the set on the host, after downloading it. ``stacks`` holds
+    every catalogued release's, to name the SGLang that goes with the pin the user wrote."""
+    def key(name: str, version: str) -> tuple[str, Version]:
+        return canonicalize_name(name), Version(version)
+
+    wanted = dict(key(name, version) for name, version in stacks[release])
+    pinned_by = {key(name, version): other for other, stack in stacks.items() for name, version in stack}
+    problems = []
+    for line in packages or ():
+        requirement = parse_requirement(line, "sglang_env_packages")
+        version = exact_version(requirement)
+        name = canonicalize_name(requirement.name)
+        if name not in wanted or version is None or Version(version) == wanted[name]:
+            continue
+        other = pinned_by.get((name, Version(version)))
+        hint = f", or pin sglang=={other}, the release that pins {requirement.name}=={version}" if other else ""
+        problems.append(
+            f"sglang_env_packages: pins {requirement.name}=={version}, but SGLang {release} requires "
+            f"{requirement.name}=={wanted[name]} (its wheel's Requires-Dist); pip would refuse the set on the host "
+            f"after downloading it. Fix: pin {requirement.name}=={wanted[name]}{hint}."
+        )
+    return problems
+
+
 def install_refusal(installed: str, engine: Mapping[str, Any]) -> str:
     """'' when the venv's SGLang (``installed``, as its metadata says) is the engine the plan published, else the
     sentence that names the variable to fix. A pin must be installed exactly (0.5.23.post1 is not 0.5.23: its flags

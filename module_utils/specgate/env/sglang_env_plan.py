@@ -17,12 +17,14 @@ from typing import Any
 
 from ansible.module_utils.specgate.common.engine import (
     ENGINE_FEATURES,
+    VERSION_RULES,
     SglangConfigError,
     parse_sglang_version,
+    releases_for_cuda,
     render_version,
 )
 from ansible.module_utils.specgate.cuda.cuda_lanes import cuda_lane_for_sglang, parse_version
-from ansible.module_utils.specgate.env.pins import is_pinned, name_of, sglang_pin
+from ansible.module_utils.specgate.env.pins import is_pinned, name_of, sglang_pin, stack_refusals
 from packaging.utils import canonicalize_name
 
 _COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
@@ -189,9 +191,16 @@ def plan_engine(
         else:
             lane = cuda_lane_for_sglang(target.release)
             if cuda_major not in lane.allowed_majors:
+                other = releases_for_cuda(cuda_major)
+                releases = (f", or pin a release with a CUDA {cuda_major} lane ({', '.join(other)}) in {variable}"
+                            if other else "")
                 problems.append(
                     f"cuda_toolkit_version: CUDA {cuda_version} does not match the SGLang lane: {lane.reason}. "
                     f"Fix: set cuda_toolkit_version to a CUDA {'/'.join(map(str, lane.allowed_majors))}.x toolkit "
-                    f"(13.0 for SGLang 0.5.23), or pin a release of the CUDA 12 lane (<= 0.5.19) in {variable}."
+                    f"(e.g. {max(lane.allowed_majors)}.0){releases}."
                 )
+    if pin and source != "git":
+        # pip installs the pinned sglang only with the companions its wheel pins (a git source goes in --no-deps).
+        stacks = {release: rules.stack for release, rules in VERSION_RULES.items()}
+        problems.extend(stack_refusals(packages, target.release, stacks))
     return engine, problems

@@ -36,9 +36,12 @@ ROOT = Path(__file__).resolve().parents[2]
         # No pin and no release given: nothing says which release's flags to render.
         ({"sglang_env_packages": ["flashinfer-python==0.7.2"]}, "sglang_env_sglang_version",
          "nothing says which SGLang release"),
+        # 0.5.19's FlashInfer beside 0.5.23: pip would refuse the set on the host after downloading it.
+        ({"sglang_env_packages": ["sglang==0.5.23", "flashinfer-python==0.6.18", "sglang-kernel==0.4.10"]},
+         "sglang_env_packages", "or pin sglang==0.5.19, the release that pins flashinfer-python==0.6.18"),
     ],
     ids=["pin-0.5.24", "pin-0.5.23.post1", "release-0.5.22", "release-and-post-pin", "release-and-other-pin",
-         "no-pin"],
+         "no-pin", "companion-of-another-release"],
 )
 def test_unsupported_sglang_pin_is_refused_by_sglang_env_before_anything_changes(
     tmp_path: Path, pin, name, reason

@@ -157,11 +157,12 @@ def as_ct200(tmp_path: Path, playbook: str, inventory: Path, extravars: dict[str
     )
 
 
-def validate_on_ct200_with_local_models(tmp_path: Path, settings: dict[str, Any], *,
-                                        target_present: bool = True) -> ansible_runner.Runner:  # fmt: skip
+def validate_on_ct200_with_local_models(tmp_path: Path, settings: dict[str, Any], *, target_present: bool = True,
+                                        inventory: Path | None = None) -> ansible_runner.Runner:  # fmt: skip
     """deploy.yml on ct200 in check mode running only what is tagged always (the rollout's plan, preflight's facts
     and every stage's read-only entry point), with the target and drafter as local fixture directories (8 attention
-    heads, 4096 positions; no hub). ``target_present=False`` points the target at a directory that is not there."""
+    heads, 4096 positions; no hub). ``target_present=False`` points the target at a directory that is not there;
+    ``inventory``: another inventory whose every host is this machine (a router host beside ct200), run whole."""
     from peer.resolver_cases import write_model_dirs  # the peer tests' fixture models (specgate_sim)
 
     models = tmp_path / "models"
@@ -171,7 +172,10 @@ def validate_on_ct200_with_local_models(tmp_path: Path, settings: dict[str, Any]
              "model_weights_target_local_path": dirs["target"] if target_present else str(models / "not-yet-staged"),
              "model_weights_drafter": None, "model_weights_drafter_repo": "",
              "model_weights_drafter_local_path": dirs["drafter"]}  # fmt: skip
-    return run_on_ct200(tmp_path, {**local, **settings}, cmdline="--check --tags specgate-validate-only")
+    cmdline = "--check --tags specgate-validate-only"
+    if inventory is not None:
+        return as_ct200(tmp_path, "deploy.yml", inventory, {**local, **settings}, cmdline=cmdline)
+    return run_on_ct200(tmp_path, {**local, **settings}, cmdline=cmdline)
 
 
 def run_on_copies_of_ct200(tmp_path: Path, cases: dict[str, dict[str, Any]], playbook: str = "deploy.yml",

@@ -63,6 +63,28 @@ def test_a_bad_sweep_is_refused_naming_the_problem(case):
     assert " ".join(expected.split()) in " ".join(stdout.split())
 
 
+def test_every_typed_sweep_setting_passed_as_a_command_line_string_is_accepted():
+    from integration.typed_options import typed_defaults_as_strings
+
+    typed = typed_defaults_as_strings("spec_sweep", "validate")
+    assert {"spec_sweep_search", "spec_sweep_tolerance", "spec_sweep_max_repeats", "spec_sweep_restore"} <= set(typed)
+    same = {"sglang_service_drafter_path": "/models/d"}
+    status, stdout = run_validate([{"name": "a", "profile": PROFILE, "vars": same},
+                                   {"name": "b", "profile": PROFILE, "vars": same}], **typed)  # fmt: skip
+    assert status == "successful", stdout[-2000:]
+
+
+@pytest.mark.parametrize(("name", "value", "kind"), [("spec_sweep_search", "perhaps", "bool"),
+                                                     ("spec_sweep_max_repeats", "many", "int")])
+def test_a_sweep_setting_of_the_wrong_type_is_refused_naming_it_and_the_type(name, value, kind):
+    same = {"sglang_service_drafter_path": "/models/d"}
+    status, stdout = run_validate([{"name": "a", "profile": PROFILE, "vars": same}], **{name: value})
+    assert status == "failed"
+    refusal = " ".join(stdout.split())
+    assert name in refusal, stdout[-2000:]
+    assert kind in refusal, stdout[-2000:]
+
+
 def test_a_profile_plus_inline_vars_is_a_good_sweep():
     same = {"sglang_service_drafter_path": "/models/d"}
     status, stdout = run_validate([{"name": "a", "profile": PROFILE, "vars": same},

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from host_set import CONTROLLER_ONLY, host_test_modules, marks_host, unit_test_modules
+from test_import_direction import ORDER
 
 pytestmark = pytest.mark.host
 
@@ -23,6 +24,7 @@ CONTROLLER_PACKAGES = {
     "sweep": "the sweep plans, picks and plots on the controller (jinja2 for constraints, matplotlib for the plots)",
     "env/pins.py": "reads sglang_env's package lines with packaging.requirements, which ansible-core brings",
     "env/sglang_env_plan.py": "plans the venv from the inventory alone (env/pins.py)",
+    "monitor": "the textfile of what a host serves is rendered by a filter on the controller (prometheus_client)",
 }
 # Modules that run on the controller only (their DOCUMENTATION says so, and the roles call them with
 # delegate_to: localhost), and why: only these may import a controller-only package.
@@ -39,7 +41,7 @@ def _controller_only(path: Path) -> bool:
 
 
 HOST_MODULE_UTILS = [p for p in MODULE_UTILS if not _controller_only(p)]
-STAGE_PACKAGES = ["common", "cuda", "env", "fleet", "gate", "preflight", "service", "sweep", "weights"]
+STAGE_PACKAGES = sorted(ORDER)  # the stages in the data flow's order: test_import_direction.py
 
 
 def _dotted(path: Path) -> str:

@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ROOT / "module_utils" / "specgate"
 # DESIGN.md's data flow: bare host -> CUDA -> venv -> weights -> service -> gate; the sweep and the fleet drive them.
-ORDER = ["common", "preflight", "cuda", "env", "weights", "service", "gate", "sweep", "fleet"]
+ORDER = ["common", "preflight", "cuda", "env", "weights", "service", "gate", "sweep", "fleet", "monitor"]
 PREFIX = "ansible.module_utils.specgate."
 
 

@@ -31,3 +31,14 @@ def test_podman_reads_the_drop_in(host) -> None:
     info = host.run("podman info --format json")
     assert info.rc == 0, info.stderr
     assert json.loads(info.stdout)["host"]["ociRuntime"]["name"] == "runc"
+
+
+def test_promtool_runs_and_the_prometheus_server_was_not_installed(host) -> None:
+    promtool = host.file("/opt/specgate-controller/bin/promtool")
+    assert (promtool.user, promtool.mode) == ("root", 0o755)
+    assert "promtool, version" in host.run("/opt/specgate-controller/bin/promtool --version").stdout
+    assert not host.package("prometheus").is_installed  # unpacked from the package, which would start a server
+    # It checks rules files as the tests ask it to.
+    check = host.run("printf 'groups: []\\n' > /tmp/r.yml && "
+                     "/opt/specgate-controller/bin/promtool check rules /tmp/r.yml")
+    assert check.rc == 0, check.stdout + check.stderr

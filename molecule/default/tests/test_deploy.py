@@ -62,6 +62,22 @@ def test_active_release_is_known_good_and_carries_its_passing_gate(host) -> None
     assert gate["analysis"]["phase"] == "Successful"
 
 
+def test_the_node_exporter_textfile_says_what_serves_and_what_its_gate_measured(host) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    prom = host.file("/var/lib/prometheus/node-exporter/specgate.prom")
+    assert (prom.user, prom.group, prom.mode) == ("root", "root", 0o644)
+    release = Path(host.file(f"{BASE}/active").linked_to).name
+    samples = {s.name: s for family in text_string_to_metric_families(prom.content_string) for s in family.samples}
+    assert samples["specgate_release_info"].labels["release"] == release
+    assert samples["specgate_release_info"].labels["known_good"] == "true"
+    assert samples["specgate_release_info"].labels["algorithm"] == "DFLASH"
+    gate = json.loads(host.file(f"{BASE}/releases/{release}/gate.json").content_string)
+    (accept,) = [m for m in gate["analysis"]["metrics"] if m["name"] == "accept_length"]
+    assert samples["specgate_gate_accept_length"].value == pytest.approx(accept["interval"]["mean"])
+    assert samples["specgate_gate_passed"].value == 1.0
+
+
 def test_gate_report_of_the_active_release_reached_the_controller(host) -> None:
     # The active release's own report, not any gate.md an earlier run left under reports/.
     release = Path(host.file(f"{BASE}/active").linked_to).name

@@ -84,7 +84,7 @@ class Client:
     molecule/fleet's tests send their traffic with it too."""
 
     def __init__(self, router: str, api_key: str | None, max_requests: int | None = None,
-                 max_seconds: float | None = None, *, concurrency: int = 8, max_new_tokens: int = 512) -> None:
+                 max_seconds: float | None = None, *, concurrency: int = 8, max_new_tokens: int = 3500) -> None:
         self.router = router.rstrip("/")
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.ok = 0
@@ -179,7 +179,7 @@ def main() -> int:
     parser.add_argument("--first-round", type=int, default=int(time.time()) % 100000,
                         help="the first round's number (rounds count up from it)")
     parser.add_argument("--concurrency", type=int, default=8, help="the client's requests in flight at once")
-    parser.add_argument("--max-new-tokens", type=int, default=512, help="each request's output length")
+    parser.add_argument("--max-new-tokens", type=int, default=3500, help="each request's output length")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
 

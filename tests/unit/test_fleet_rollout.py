@@ -122,14 +122,14 @@ def test_report_markdown_has_one_line_per_host_with_releases_and_numbers() -> No
         {"host": "a", "batch": 1, "outcome": "promoted", "previous_release": "old-1", "candidate": "new-1",
          "serving": "new-1", "verdict": "Successful -> promote",
          "metrics": [{"name": "accept_length", "success_condition": ">= 3", "mean": 5.04}],
-         "router": {"removed": True, "in_flight_at_leave": "6", "drained_s": "2.25"}},
+         "router": {"removed": True, "in_flight_at_leave": "6", "drain_waited_on": 4, "drained_s": "2.25"}},
         {"host": "b", "batch": 2, "outcome": "not started"},
     ]
     text = report_markdown({"id": "r1", "serial": [1, "100%"], "max_fail_percentage": 0, "router": "lb",
                             "stopped": "Rollout stopped: a | b"}, rows)
     assert "# Fleet rollout r1" in text
     assert ("| 1 | a | promoted | old-1 | new-1 | new-1 | Successful -> promote | accept_length 5.04 (>= 3) "
-            "| 6 in flight, drained in 2.2 s |") in text
+            "| 6 in flight, drained in 2.2 s (4 still running) |") in text
     assert "| 2 | b | not started |" in text
     assert "router: lb" in text
     assert "**Stopped:** Rollout stopped: a | b" in text

@@ -155,14 +155,16 @@ def _numbers(row: Mapping[str, Any]) -> str:
 
 
 def _leave(row: Mapping[str, Any]) -> str:
-    """How the replica left the router: the requests in flight on it then, and how long its drain waited on them."""
+    """How the replica left the router: the requests in flight on it then, and how long its drain waited on those
+    still running once the router had let it go."""
     router = row.get("router") or {}
     if not router.get("removed"):
         return ""
-    in_flight, drained = router.get("in_flight_at_leave"), router.get("drained_s")
+    in_flight, waited_on, drained = (router.get(key) for key in ("in_flight_at_leave", "drain_waited_on", "drained_s"))
     parts = [] if in_flight in (None, "") else [f"{in_flight} in flight"]
     if drained not in (None, ""):
-        parts.append(f"drained in {float(drained):.1f} s")
+        on = "" if waited_on in (None, "") else f" ({waited_on} still running)"
+        parts.append(f"drained in {float(drained):.1f} s{on}")
     return ", ".join(parts)
 
 

@@ -141,7 +141,8 @@ def test_root_deploy_runs_the_stages_in_the_order_the_data_flow_needs() -> None:
 def test_the_change_lock_is_released_on_every_exit_and_renewed_before_each_long_stage() -> None:
     play = _deploy_play()
     locked = next(t for t in play["tasks"] if "block" in t)
-    assert _stages({"tasks": locked["always"]}) == [UNLOCK, ("fleet_rollout", "rejoin"), ("fleet_rollout", "finish")]
+    assert _stages({"tasks": locked["always"]}) == [
+        UNLOCK, ("fleet_rollout", "rejoin"), ("sglang_monitoring", "textfile"), ("fleet_rollout", "finish")]
     # After the lock is released, one summary block per host, whatever the run's outcome, then the fleet's verdict.
     assert locked["always"][-2]["ansible.builtin.import_tasks"] == "tasks/summary.yml"
     stages = _stages({"tasks": locked["block"]})
@@ -157,9 +158,10 @@ def test_the_change_lock_is_released_on_every_exit_and_renewed_before_each_long_
         ] == "lock"
         roles = [t.get("ansible.builtin.import_role") or t.get("ansible.builtin.include_role")
                  for t in _tasks(block["always"])]
-        # A sweep reads what serves from the host for its summary: the last fact a point published may be stale.
-        assert [r["tasks_from"] for r in roles if r] == (["unlock", "current"] if playbook == "sweep.yml"
-                                                         else ["unlock"]), playbook  # fmt: skip
+        # A sweep reads what serves from the host for its summary: the last fact a point published may be stale. A
+        # rollback changes what serves: the node exporter's textfile says so.
+        expected = {"sweep.yml": ["unlock", "current"], "rollback.yml": ["unlock", "textfile"], "bench.yml": ["unlock"]}
+        assert [r["tasks_from"] for r in roles if r] == expected[playbook], playbook
         if playbook != "bench.yml":  # a sweep and a rollback end with their summary block, after the unlock
             assert _tasks(block["always"])[-1]["name"] == "Summary - what this run left on the host", playbook
 

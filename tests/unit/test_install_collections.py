@@ -243,7 +243,7 @@ def test_download_packs_the_installed_collections_when_galaxy_fails(tmp_path: Pa
 REQUIREMENTS = ROOT / "requirements"
 # Development tools the deploy set must leave out (issue #18): they stay in the full set.
 DEV_ONLY = {"molecule", "molecule-plugins", "transformers", "pytest", "pytest-testinfra", "ansible-lint", "yamllint",
-            "ruff", "ansible-runner", "numpy", "safetensors", "openai", "huggingface-hub", "setuptools"}
+            "ruff", "ansible-runner", "numpy", "safetensors", "openai", "setuptools"}
 # Controller-side Python: plugins run inside ansible-playbook, and the collection installer bootstrap runs. Host-side
 # code (library/, the module_utils a module ships) runs on the host's python3 and needs nothing here.
 CONTROLLER_CODE = [*sorted((ROOT / "filter_plugins").glob("*.py")), *sorted((ROOT / "action_plugins").glob("*.py")),

@@ -100,13 +100,15 @@ VERSION_RULES["0.5.15"] = replace(
     gated_launch=False,
     stack=(("flashinfer-python", "0.6.12"), ("sglang-kernel", "0.4.4"), ("torch", "2.11.0")),
 )
-VERSION_RULES = dict(sorted(VERSION_RULES.items(), key=lambda item: tuple(map(int, item[0].split(".")))))
-SUPPORTED_VERSIONS = tuple(VERSION_RULES)
 
 
 def release_key(release: str) -> tuple[int, ...]:
     """`0.5.23` → (0, 5, 23), for ordering releases."""
     return tuple(int(part) for part in release.split("."))
+
+
+VERSION_RULES = dict(sorted(VERSION_RULES.items(), key=lambda item: release_key(item[0])))
+SUPPORTED_VERSIONS = tuple(VERSION_RULES)
 
 
 def cuda_majors_of(release: str) -> tuple[int, ...]:

@@ -40,24 +40,15 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def gate_means(gate: Mapping[str, Any]) -> dict[str, float]:
-    """Each gate metric's measured mean from a gate.json (``analysis.metrics[].interval.mean``), by metric name."""
-    means = {}
+def gate_numbers(gate: Mapping[str, Any]) -> dict[str, tuple[float | None, float | None]]:
+    """Each gate metric's measured mean (``analysis.metrics[].interval.mean``) and the threshold the verdict judged
+    it against, by metric name; None where a gate.json has no finite number."""
+    numbers = {}
     for metric in (gate.get("analysis") or {}).get("metrics") or []:
-        name, mean = str(metric.get("name", "")), _number((metric.get("interval") or {}).get("mean"))
-        if _METRIC_NAME.match(name) and mean is not None:
-            means[name] = mean
-    return means
-
-
-def gate_thresholds(gate: Mapping[str, Any]) -> dict[str, float]:
-    """Each gate metric's threshold as the verdict judged it, by metric name."""
-    found = {}
-    for metric in (gate.get("analysis") or {}).get("metrics") or []:
-        name, threshold = str(metric.get("name", "")), _number(metric.get("threshold"))
-        if _METRIC_NAME.match(name) and threshold is not None:
-            found[name] = threshold
-    return found
+        name = str(metric.get("name", ""))
+        if _METRIC_NAME.match(name):
+            numbers[name] = (_number((metric.get("interval") or {}).get("mean")), _number(metric.get("threshold")))
+    return numbers
 
 
 def textfile(release: str, profile: str, known_good: bool, server_config: Mapping[str, Any],
@@ -74,14 +65,16 @@ def textfile(release: str, profile: str, known_good: bool, server_config: Mappin
         passed = Gauge(PREFIX + "gate_passed", "Whether the gate promoted the release (1) or not (0).", ["release"],
                        registry=registry)
         passed.labels(release).set(1 if gate.get("action") == "promote" else 0)
-        for name, mean in sorted(gate_means(gate).items()):
-            gauge = Gauge(f"{PREFIX}gate_{name}", f"The gate's measured mean of {name} for the release.",
-                          ["release"], registry=registry)
-            gauge.labels(release).set(mean)
-        thresholds = gate_thresholds(gate)
-        if thresholds:
-            threshold = Gauge(PREFIX + "gate_threshold", "The threshold the gate judged each metric against.",
-                              ["release", "metric"], registry=registry)
-            for name, value in sorted(thresholds.items()):
-                threshold.labels(release, name).set(value)
+        numbers = sorted(gate_numbers(gate).items())
+        for name, (mean, _) in numbers:
+            if mean is not None:
+                gauge = Gauge(f"{PREFIX}gate_{name}", f"The gate's measured mean of {name} for the release.",
+                              ["release"], registry=registry)
+                gauge.labels(release).set(mean)
+        if any(threshold is not None for _, (_, threshold) in numbers):
+            thresholds = Gauge(PREFIX + "gate_threshold", "The threshold the gate judged each metric against.",
+                               ["release", "metric"], registry=registry)
+            for name, (_, threshold) in numbers:
+                if threshold is not None:
+                    thresholds.labels(release, name).set(threshold)
     return generate_latest(registry).decode()

@@ -57,6 +57,14 @@ def sglang_release_id(content: Mapping[str, Any], label: str) -> str:
     return f"{label}-{hashlib.sha256(canonical.encode()).hexdigest()[:10]}"
 
 
+_ID_DIGEST = re.compile(r"-[0-9a-f]{10}$")
+
+
+def sglang_release_label_of(release_id: str) -> str:
+    """The label a release id was made from (sglang_release_id's ``<label>-<10 hex>``, the digest taken off)."""
+    return _ID_DIGEST.sub("", str(release_id))
+
+
 def sglang_release_content(
     public_config: Mapping[str, Any],
     engine_env: Mapping[str, Any],
@@ -143,6 +151,7 @@ class FilterModule:
         return {
             "sglang_release_label": sglang_release_label,
             "sglang_release_id": sglang_release_id,
+            "sglang_release_label_of": sglang_release_label_of,
             "sglang_release_content": sglang_release_content,
             "sglang_engine_record": sglang_engine_record,
             "sglang_public_config": sglang_public_config,

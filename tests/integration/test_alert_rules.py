@@ -82,7 +82,7 @@ def run_cases(tmp_path: Path, rules: Path, input_series: list[dict], alert_tests
 def test_promtool_accepts_the_rendered_rules(rules: Path) -> None:
     done = subprocess.run([promtool(), "check", "rules", str(rules)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "SUCCESS: 6 rules found" in done.stdout, done.stdout
+    assert "SUCCESS: 7 rules found" in done.stdout, done.stdout
 
 
 def test_speculation_falling_back_to_plain_decoding_fires_only_where_it_happens(tmp_path: Path, rules: Path) -> None:
@@ -152,3 +152,52 @@ def test_an_engine_prometheus_cannot_scrape_fires_after_its_grace(tmp_path: Path
                        "summary": "The SGLang engine on down does not answer /metrics",
                        "description": "Prometheus has not scraped down:30000 for 2m. See `journalctl -u sglang` on "
                                       "the host."}})])
+
+
+def engine_up(host: str, worker: str, values: str = "1x60") -> dict:
+    return {"series": f'up{{job="sglang",host="{host}",worker="{worker}"}}', "values": values}
+
+
+def test_a_replica_that_serves_outside_the_router_fires_after_a_rollouts_time(tmp_path: Path, rules: Path) -> None:
+    """b answers but the router stopped reporting it healthy; a stays in. Quiet while a rollout may still hold b
+    out, firing once it has been out longer than sglang_monitoring_out_of_router_for."""
+    run_cases(tmp_path, rules,
+              [engine_up("a", "http://a:30000"), engine_up("b", "http://b:30000"),
+               {"series": 'up{job="sglang-router",host="lb"}', "values": "1x60"},
+               {"series": 'smg_worker_health{job="sglang-router",host="lb",worker="http://a:30000"}', "values": "1x60"},
+               {"series": 'smg_worker_health{job="sglang-router",host="lb",worker="http://b:30000"}',
+                "values": "1x5 0x55"}],
+              [expect("20m", "SpecgateReplicaOutOfRouter"),  # out for 15 minutes: a rollout may still be at it
+               expect("40m", "SpecgateReplicaOutOfRouter", {
+                   "exp_labels": {"severity": "warning", "host": "b", "worker": "http://b:30000"},
+                   "exp_annotations": {
+                       "summary": "b serves, but no router sends it requests",
+                       "description": "The engine on b answers, yet no router has reported http://b:30000 healthy "
+                                      "for 30m (sglang_monitoring_out_of_router_for): a rollout that stopped before "
+                                      "it put the replica back. Run deploy.yml (it puts every replica back behind "
+                                      "the router), or check the router's journal."}})])
+
+
+def test_engines_with_no_router_scraped_never_fire_the_out_of_router_alert(tmp_path: Path, rules: Path) -> None:
+    run_cases(tmp_path, rules, [engine_up("solo", "http://solo:30000")],
+              [expect("59m", "SpecgateReplicaOutOfRouter")])
+
+
+def test_promtool_accepts_the_configuration_the_role_generates_with_these_rules(tmp_path: Path, rules: Path) -> None:
+    """The scrape configuration as the monitor's validate step makes it (the filter over a real inventory), checked
+    by promtool together with the rules it loads, as the role's install step does."""
+    dest = tmp_path / "specgate.yml"
+    play = [{"hosts": "localhost", "gather_facts": False, "tasks": [
+        {"ansible.builtin.include_role": {"name": "sglang_monitoring", "tasks_from": "validate"}},
+        {"ansible.builtin.copy": {"content": "{{ __sglang_monitoring_config | to_nice_yaml }}", "dest": str(dest),
+                                  "mode": "0644"}}]}]
+    # The one host of run_play's inventory as the replica, and as the router.
+    run = run_play(tmp_path, play, {"sglang_monitoring_replica_group": "all", "sglang_monitoring_router_group": "all",
+                                    "_sglang_monitoring_rules_file": str(rules)})
+    assert run.status == "successful", run.failed_tasks()
+    config = yaml.safe_load(dest.read_text())
+    assert [job["job_name"] for job in config["scrape_configs"]] == ["sglang", "sglang-router", "node"]
+    assert config["rule_files"] == [str(rules)]
+    checked = subprocess.run([promtool(), "check", "config", str(dest)], capture_output=True, text=True, check=False)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "SUCCESS: 7 rules found" in checked.stdout, checked.stdout  # the rules it loads were read too

@@ -100,15 +100,21 @@ def test_root_deploy_runs_the_stages_in_the_order_the_data_flow_needs() -> None:
     passes, one that changes the host before a refusal or restarts a replica the router still sends to fails."""
     root = yaml.safe_load((ROOT / "deploy.yml").read_text())
     assert [p.get("ansible.builtin.import_playbook") for p in root] == ["playbooks/deploy.yml"]
-    # The rollout's plan first and the router's settings judged (before any host changes), the hosts in batches, the
-    # router last.
-    plan, router_check, play, router = _plays()
+    # The rollout's plan first, the router's and the monitor's settings judged (before any host changes), the hosts
+    # in batches, the router, then the monitor (its hosts: sglang_monitors, else the routers').
+    plan, router_check, monitor_check, play, router, monitor = _plays()
     assert all(role == "fleet_rollout" for role, _ in _stages(plan))
     assert plan["gather_facts"] is False
     assert (router_check["hosts"], _stages(router_check)) == ("sglang_routers", [("sglang_router", "validate")])
     assert router_check["any_errors_fatal"] is True, "a refused router setting stops every replica's play"
+    assert _stages(monitor_check) == [("sglang_monitoring", "validate")]
+    assert monitor_check["any_errors_fatal"] is True, "a refused monitor setting stops every replica's play"
     assert "specgate_rollout.serial" in play["serial"]
     assert (router["hosts"], _stages(router)) == ("sglang_routers", [("sglang_router", "main")])
+    assert _stages(monitor) == [("sglang_monitoring", "main")]
+    assert monitor_check["hosts"] == monitor["hosts"]
+    assert "sglang_monitors" in monitor["hosts"]
+    assert "sglang_routers" in monitor["hosts"]
     assert "roles" not in play, "every stage is an import_role task, in the order tasks run"
     stages = _stages(play)
     assert stages[0] == ("preflight", "main")

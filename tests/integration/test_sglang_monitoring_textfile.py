@@ -36,7 +36,9 @@ def host(tmp_path: Path, *, gate: dict | None = GATE, known_good: str = RELEASE,
 
 def textfile(tmp_path: Path, base: Path, cmdline: str = "", name: str = "runner"):
     settings = {"specgate_release": {"dir": str(base / "releases" / RELEASE)},
-                "sglang_monitoring_textfile_dir": str(tmp_path / "textfile")}
+                "sglang_monitoring_textfile_dir": str(tmp_path / "textfile"),
+                # This machine is no replica: no node exporter installed here (molecule/fleet installs it).
+                "sglang_monitoring_node_exporter_install": False}
     play = [{"hosts": "localhost", "gather_facts": False, "tasks": [
         {"ansible.builtin.include_role": {"name": "sglang_monitoring", "tasks_from": "textfile"}}]}]
     run = run_play(tmp_path, play, settings, cmdline, private_name=name)

@@ -1,10 +1,12 @@
 """Every metric specgate's alert rules read is one SGLang 0.5.23 exports (read from the wheel's own source: the
-name= of its prometheus_client metrics) or one specgate writes itself (monitor/textfile.py, the rules' own records),
-so no rule watches a series that never exists. Needs the resolver venv (scripts/setup_sglang_resolver_venv)."""
+name= of its prometheus_client metrics), one sglang-router 0.3.2 exports (named in its compiled extension), or one
+specgate writes itself (monitor/textfile.py, the rules' own records), so no rule watches a series that never exists.
+Needs the resolver venv (scripts/setup_sglang_resolver_venv)."""
 
 from __future__ import annotations
 
 import re
+from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 
 from ansible.module_utils.specgate.gate.gate_metrics import GATE_METRICS
@@ -43,3 +45,19 @@ def test_every_specgate_metric_the_rules_read_is_one_specgate_writes_or_records(
     written = {PREFIX + "release_info", PREFIX + "gate_passed", PREFIX + "gate_threshold"} | {
         f"{PREFIX}gate_{metric.name}" for metric in GATE_METRICS}
     assert read - recorded - written == set(), read - recorded - written
+
+
+def test_every_router_metric_the_rules_read_is_one_sglang_router_0_3_2_exports() -> None:
+    """The router is Rust: its metric names are strings in sglang_router_rs (the controller venv's sglang-router,
+    requirements/controller.txt)."""
+    read = set(re.findall(r"\bsmg_[a-z0-9_]+", rules_text()))
+    assert "smg_worker_health" in read
+    # By its distribution's files: the import name is shadowed by filter_plugins/sglang_router.py on the test path.
+    try:
+        router = distribution("sglang-router")
+    except PackageNotFoundError:
+        raise AssertionError("sglang-router is not installed: run scripts/bootstrap") from None
+    (extension,) = [file for file in router.files or [] if file.name.startswith("sglang_router_rs")]
+    binary = Path(router.locate_file(extension)).read_bytes()
+    assert b"smg_worker_pool_size" in binary, "the router's metric names were not found in its extension"
+    assert {name for name in read if name.encode() not in binary} == set()

@@ -13,6 +13,7 @@ from sglang_release import (
     sglang_release_content,
     sglang_release_id,
     sglang_release_label,
+    sglang_release_label_of,
 )
 
 
@@ -116,3 +117,14 @@ def test_engine_record_shows_what_went_into_the_fingerprints():
         "installed": {},
     }
     assert sglang_engine_record(SGLANG_ENV, None)["cuda"]["fingerprint"] == ""
+
+
+@pytest.mark.parametrize("label", ["dflash-bs8", "nospec", "x-0123456789", "ddtree-bs16-b32-t8"])
+def test_the_label_of_a_release_id_is_the_label_it_was_made_from(label):
+    release_id = sglang_release_id({"server": {"speculative-algorithm": "DFLASH"}}, label)
+    assert release_id != label
+    assert sglang_release_label_of(release_id) == label
+
+
+def test_an_id_without_a_digest_is_its_own_label():
+    assert sglang_release_label_of("hand-made") == "hand-made"

@@ -74,6 +74,19 @@ def local_router_url(listen_host: str, port: int | str) -> str:
     return f"http://{host}:{int(port)}"
 
 
+def worker_url(host: str, host_vars: Mapping[str, Any], default_port: int | str) -> str:
+    """The URL a router registers a replica at: its sglang_router_worker_url, else its ansible_host (the inventory
+    name without one) at its sglang_service_port (``default_port``, the service's default, without one)."""
+    explicit = host_vars.get("sglang_router_worker_url")
+    if explicit:
+        return str(explicit)
+    address = str(host_vars.get("ansible_host") or host)
+    if ":" in address and not address.startswith("["):
+        address = f"[{address}]"
+    # The port as the inventory gives it: a mistyped one is the service stage's to refuse, naming its variable.
+    return f"http://{address}:{host_vars.get('sglang_service_port') or default_port}"
+
+
 @dataclass(frozen=True)
 class Worker:
     """One worker as the router reports it."""

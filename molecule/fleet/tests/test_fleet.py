@@ -11,6 +11,7 @@ controller.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -32,6 +33,8 @@ EPHEMERAL = Path(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "/nonexistent"))
 BASE = "/opt/specgate"
 REPLICAS = {"specgate-fleet-a": 36000, "specgate-fleet-b": 36001}
 ROUTER = "http://127.0.0.1:36050"
+# deploy.yml's monitor (host_vars/specgate-fleet-lb.yml).
+PROMETHEUS = "http://127.0.0.1:36060"
 KEY = "sk-specgate-demo"
 # The demo's engine environment (inventory/demo); a rollout adds a knob, which makes a new release id.
 SIM_ENV = {"SPECGATE_SIM_LOAD_SECONDS": "2", "SPECGATE_SIM_TIME_SCALE": "0.2"}
@@ -153,6 +156,71 @@ def test_converged_fleet_serves_behind_a_ready_router() -> None:
     assert "User=sglang-router" in props
     assert "NoNewPrivileges=yes" in props
     assert "ProtectSystem=strict" in props
+
+
+def prometheus(path: str, **params: str) -> dict:
+    answer = httpx.get(f"{PROMETHEUS}{path}", params=params, timeout=10)
+    answer.raise_for_status()
+    return answer.json()["data"]
+
+
+def test_prometheus_on_the_routers_host_scrapes_the_fleet_knows_what_each_replica_serves_and_fires_nothing() -> None:
+    """deploy.yml's monitor play (no sglang_monitors group: the router's host): the distribution's Prometheus,
+    scraping each replica's engine, the router and each replica's node exporter, with specgate's rules loaded."""
+    deadline = time.monotonic() + 60
+    targets: list[dict] = []
+    while time.monotonic() < deadline:
+        targets = prometheus("/api/v1/targets", state="active")["activeTargets"]
+        if targets and all(target["health"] == "up" for target in targets):
+            break
+        time.sleep(1)
+    assert sorted((t["labels"]["job"], t["labels"]["host"], t["health"]) for t in targets) == [
+        ("node", "specgate-fleet-a", "up"), ("node", "specgate-fleet-b", "up"),
+        ("sglang", "specgate-fleet-a", "up"), ("sglang", "specgate-fleet-b", "up"),
+        ("sglang-router", "specgate-fleet-lb", "up")], targets
+    # What each replica serves, through its node exporter's textfile collector, joined on the host label.
+    served = {sample["metric"]["host"]: (sample["metric"]["release"], sample["metric"]["known_good"])
+              for sample in prometheus("/api/v1/query", query="specgate_release_info")["result"]}
+    assert served == {name: (active, "true") for name, (active, _) in releases().items()}
+    rules = [rule for group in prometheus("/api/v1/rules")["groups"] for rule in group["rules"]]
+    assert {rule["name"] for rule in rules} >= {"specgate:live_accept_length", "SpecgateSpeculationFallback",
+                                                "SpecgateAcceptanceDrift", "SpecgateUnprovedRelease",
+                                                "SpecgateRequestErrors", "SpecgateEngineDown"}
+    assert all(rule["health"] == "ok" for rule in rules), rules
+    # A fleet that serves what its gates proved: no alert pending, none firing.
+    assert prometheus("/api/v1/alerts")["alerts"] == []
+    props = host("specgate-fleet-lb").run("systemctl show prometheus -p User -p ProtectSystem -p ExecStart").stdout
+    assert "User=prometheus" in props
+    assert "ProtectSystem=strict" in props
+    assert "--storage.tsdb.retention.time=15d" in props
+
+
+def dashboard_queries() -> list[str]:
+    """Every PromQL of the shipped dashboard (dashboards/specgate-fleet.json): its panels' and its annotations'."""
+    board = json.loads((PROJECT / "dashboards" / "specgate-fleet.json").read_text())
+    exprs = [target["expr"] for panel in board["panels"] for target in panel["targets"]]
+    return exprs + [annotation["expr"] for annotation in board["annotations"]["list"]]
+
+
+def test_every_dashboard_query_answers_with_data_from_the_fleet() -> None:
+    """Each panel's and annotation's query, as Grafana would send it (its rate interval 1m at a 2 s scrape), over
+    the hour since the fleet converged, returns at least one finite sample: no panel of the dashboard stays empty
+    on a fleet specgate deployed. Requests through the router first, so the latency histograms have fresh rates."""
+    with router_client() as client:
+        time.sleep(12)
+    assert client.ok > 0, client.failed[:3]
+    time.sleep(4)  # two more scrapes after the last request
+    end = time.time()
+    queries = dashboard_queries()
+    assert len(queries) >= 12, queries
+    empty = []
+    for expr in queries:
+        result = prometheus("/api/v1/query_range", query=expr.replace("$__rate_interval", "1m"),
+                            start=str(end - 3600), end=str(end), step="10")["result"]
+        values = [float(value) for series in result for _, value in series["values"]]
+        if not any(math.isfinite(value) for value in values):
+            empty.append(expr)
+    assert empty == [], empty
 
 
 def test_a_passing_configuration_reaches_the_fleet_one_batch_at_a_time_without_a_failed_request(tmp_path) -> None:

@@ -110,12 +110,15 @@ def test_the_report_writes_on_the_controller_say_they_changed_and_are_a_runs_onl
     runner = run(tmp_path, HOSTS[:2], {"fleet_rollout_serial": [1]})
     assert runner.status == "successful", messages(runner)
     assert host_changes(runner.events) == []
+    timeline = ("Draw timeline.png - live acceptance and tokens/s per replica, with each one's leave, switch, gate and "
+                "rejoin")
     assert report_writes(runner.events) == [
         "Make the rollout's report directory", "Write fleet.json - the plan and one row per host",
-        "Write fleet.md - the table a person reads",  # batch 1
+        "Write fleet.md - the table a person reads", timeline,  # batch 1
         "Write fleet.json - the plan and one row per host", "Write fleet.md - the table a person reads",  # batch 2
+        timeline,
     ]
-    assert runner.stats["changed"] == {"h1": 3, "h2": 2}
+    assert runner.stats["changed"] == {"h1": 4, "h2": 3}
 
 
 def test_a_failed_canary_stops_the_rollout_before_the_next_batch(tmp_path) -> None:

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from integration.preflight_runner import as_ct200
-from integration.test_router_refusal import fleet_with_router
+from integration.test_router_refusal import refused_on_the_router_host_before_any_replica
 
 pytestmark = pytest.mark.slow
 
@@ -25,12 +24,4 @@ pytestmark = pytest.mark.slow
     ids=["retention", "scrape-interval", "job-name-taken"],
 )
 def test_a_bad_monitoring_setting_is_refused_before_any_replica_changes(tmp_path: Path, bad: dict, named: str) -> None:
-    run = as_ct200(tmp_path, "playbooks/deploy.yml", fleet_with_router(tmp_path), bad, cmdline="--check")
-    assert run.status == "failed"
-    failures = [e["event_data"] for e in run.events if e["event"] == "runner_on_failed"]
-    assert [(f["host"], f["role"]) for f in failures] == [("lb1", "sglang_monitoring")], failures
-    assert named in str(failures[0]["res"].get("msg")), failures[0]["res"]
-    replica = {e["event_data"].get("role") for e in run.events
-               if e["event"] == "runner_on_ok" and e["event_data"].get("host") == "ct200"}  # fmt: skip
-    assert replica <= {"fleet_rollout"}, replica
-    assert run.stats["changed"] == {}
+    refused_on_the_router_host_before_any_replica(tmp_path, bad, "sglang_monitoring", named)

@@ -29,6 +29,21 @@ def fleet_with_router(tmp_path: Path) -> Path:
     return inventory / "hosts.yml"
 
 
+def refused_on_the_router_host_before_any_replica(tmp_path: Path, bad: dict, role: str, named: str) -> None:
+    """deploy.yml with `bad` fails on lb1, in `role`, naming `named`, while the replica ct200 ran nothing but the
+    rollout's read-only plan and nothing changed."""
+    run = as_ct200(tmp_path, "playbooks/deploy.yml", fleet_with_router(tmp_path), bad, cmdline="--check")
+    assert run.status == "failed"
+    failures = [e["event_data"] for e in run.events if e["event"] == "runner_on_failed"]
+    assert [(f["host"], f["role"]) for f in failures] == [("lb1", role)], failures
+    assert named in str(failures[0]["res"].get("msg")), failures[0]["res"]
+    # The replica ran the rollout's read-only plan and nothing else: no stage of its play started.
+    replica = {e["event_data"].get("role") for e in run.events
+               if e["event"] == "runner_on_ok" and e["event_data"].get("host") == "ct200"}  # fmt: skip
+    assert replica <= {"fleet_rollout"}, replica
+    assert run.stats["changed"] == {}
+
+
 @pytest.mark.parametrize(
     ("bad", "named"),
     [
@@ -39,13 +54,4 @@ def fleet_with_router(tmp_path: Path) -> Path:
     ids=["policy", "metrics-port", "unpinned"],
 )
 def test_a_bad_router_setting_is_refused_before_any_replica_changes(tmp_path: Path, bad: dict, named: str) -> None:
-    run = as_ct200(tmp_path, "playbooks/deploy.yml", fleet_with_router(tmp_path), bad, cmdline="--check")
-    assert run.status == "failed"
-    failures = [e["event_data"] for e in run.events if e["event"] == "runner_on_failed"]
-    assert [(f["host"], f["role"]) for f in failures] == [("lb1", "sglang_router")], failures
-    assert named in str(failures[0]["res"].get("msg")), failures[0]["res"]
-    # The replica ran the rollout's read-only plan and nothing else: no stage of its play started.
-    replica = {e["event_data"].get("role") for e in run.events
-               if e["event"] == "runner_on_ok" and e["event_data"].get("host") == "ct200"}  # fmt: skip
-    assert replica <= {"fleet_rollout"}, replica
-    assert run.stats["changed"] == {}
+    refused_on_the_router_host_before_any_replica(tmp_path, bad, "sglang_router", named)

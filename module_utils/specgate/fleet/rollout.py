@@ -203,6 +203,9 @@ def report_markdown(rollout: Mapping[str, Any], rows: Sequence[Mapping[str, Any]
             )
             + " |"
         )
+    # Drawn beside this file by the report step (fleet_rollout_timeline), from Prometheus when one answers.
+    lines += ["", "![Live acceptance and tokens/s per replica over the rollout, with each replica's leave, switch, "
+              "gate and rejoin](timeline.png)"]
     return "\n".join(lines) + "\n"
 
 

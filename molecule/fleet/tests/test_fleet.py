@@ -270,6 +270,19 @@ def test_a_passing_configuration_reaches_the_fleet_one_batch_at_a_time_without_a
     assert report["hosts"][0]["bake"]["phase"] == "passed"
     assert report["hosts"][0]["bake"]["accept_length"] > 2
     assert wait_router_healthy() == {f"http://127.0.0.1:{port}": True for port in REPLICAS.values()}
+    # The timeline: each replica's steps in the order it took them, the canary's all before the second one left,
+    # drawn over the curves the fleet's Prometheus (the router's host) recorded meanwhile.
+    marks = {row["host"]: row["marks"] for row in report["hosts"]}
+    for name in REPLICAS:
+        assert sorted(marks[name], key=marks[name].get) == ["leave", "switch", "gate", "rejoin"], marks
+    assert marks["specgate-fleet-a"]["rejoin"] < marks["specgate-fleet-b"]["leave"]
+    assert "](timeline.png)" in markdown.read_text()
+    (picture,) = (tmp_path / "reports").glob("*/timeline.png")
+    assert picture.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    drawn = [e["event_data"]["res"] for e in run.events if e.get("event") == "runner_on_ok"
+             and e["event_data"].get("task", "").startswith("Draw timeline.png")][-1]
+    assert drawn["note"] == "", drawn
+    assert min(drawn["samples"].values()) > 0, drawn
 
 
 def test_a_second_replica_whose_candidate_is_worse_is_rolled_back_and_the_canary_stays_promoted(tmp_path) -> None:

@@ -15,9 +15,10 @@ DOCUMENTATION = r"""
 module: fleet_rollout_timeline
 short_description: Draw a fleet rollout's live acceptance and tokens/s per replica, with each replica's steps
 description:
-  - Runs on the controller when the fleet report is written. Reads live acceptance (tokens per verify step) and
-    output tokens/s per replica over the rollout's window from Prometheus's query API, and draws them as a PNG
-    with the moments each replica left the router, switched, was gated and rejoined (the report's marks).
+  - Runs on the controller only (delegate_to localhost), when the fleet report is written. Reads live acceptance
+    (tokens per verify step) and output tokens/s per replica over the rollout's window from Prometheus's query
+    API, and draws them as a PNG with the moments each replica left the router, switched, was gated and rejoined
+    (the report's marks).
   - Without a Prometheus URL, or when Prometheus does not answer or has no samples for the window yet (a fleet's
     first deploy installs it last), the picture holds the marks alone and its title says why. Never fails the
     rollout for that.

@@ -24,13 +24,18 @@ CONTROLLER_PACKAGES = {
     "sweep": "the sweep plans, picks and plots on the controller (jinja2 for constraints, matplotlib for the plots)",
     "env/pins.py": "reads sglang_env's package lines with packaging.requirements, which ansible-core brings",
     "env/sglang_env_plan.py": "plans the venv from the inventory alone (env/pins.py)",
-    "monitor": "the textfile of what a host serves is rendered by a filter on the controller (prometheus_client)",
+    "monitor/textfile.py": "the textfile of what a host serves is rendered by a filter on the controller "
+                           "(prometheus_client)",
+    "monitor/scrape.py": "Prometheus's configuration is generated from the inventory by a filter on the controller",
+    "fleet/timeline.py": "the rollout's timeline picture is drawn beside the fleet report, on the controller "
+                         "(matplotlib)",
 }
 # Modules that run on the controller only (their DOCUMENTATION says so, and the roles call them with
 # delegate_to: localhost), and why: only these may import a controller-only package.
 CONTROLLER_MODULES = {
     "spec_sweep_state": "the sweep's rows and report live on the controller; it plans and plots there",
     "sglang_env_plan": "pure computation over the inventory; reads pins as pip does (packaging, env/pins.py)",
+    "fleet_rollout_timeline": "draws the rollout's picture beside the fleet report on the controller (matplotlib)",
 }
 HOST_LIBRARY = [p for p in LIBRARY if p.stem not in CONTROLLER_MODULES]
 

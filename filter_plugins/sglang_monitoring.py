@@ -9,7 +9,7 @@ from typing import Any
 import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: F401 - module_utils on the path
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.specgate.common.engine import SglangConfigError
-from ansible.module_utils.specgate.fleet.router_client import worker_url
+from ansible.module_utils.specgate.fleet.router_client import local_router_url, worker_url
 from ansible.module_utils.specgate.monitor.scrape import (
     ReplicaHost,
     RouterHost,
@@ -73,7 +73,21 @@ def sglang_monitoring_prometheus_config(groups: Mapping[str, Any], hostvars: Any
         raise AnsibleFilterError(str(error)) from error
 
 
+def sglang_monitoring_prometheus_url(groups: Mapping[str, Any], hostvars: Any, default_port: Any) -> str:
+    """`{{ groups | sglang_monitoring_prometheus_url(hostvars, 9090) }}` → the monitor's Prometheus as the controller
+    reaches it: the first sglang_monitors host (else the first router's host, as deploy.yml's monitor play picks
+    them) at its scrape address and sglang_monitoring_prometheus_port (``default_port``, the role's default, when it
+    sets none); '' when the inventory has no monitor."""
+    monitors = list(groups.get("sglang_monitors") or groups.get("sglang_routers") or [])
+    if not monitors:
+        return ""
+    vars_of = hostvars.get(monitors[0]) or {}
+    return local_router_url(_address(vars_of, monitors[0]), vars_of.get("sglang_monitoring_prometheus_port")
+                            or default_port)
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {"sglang_monitoring_textfile": sglang_monitoring_textfile,
-                "sglang_monitoring_prometheus_config": sglang_monitoring_prometheus_config}
+                "sglang_monitoring_prometheus_config": sglang_monitoring_prometheus_config,
+                "sglang_monitoring_prometheus_url": sglang_monitoring_prometheus_url}

@@ -20,6 +20,7 @@ CONTROLLER_ONLY = {
     "test_converged_image": "scripts/converged_image.py builds the test bed's snapshot on the controller",
     "test_debian_mirror": "scripts/debian_mirror.py runs on the controller",
     "test_fleet_timeline": "fleet_rollout_timeline draws on the controller (matplotlib) with the fleet report",
+    "test_sglang_monitoring_filters": "filter_plugins run on the controller",
     "test_monitor_scrape": "monitor/scrape.py runs in a filter on the controller, building Prometheus's configuration",
     "test_monitor_textfile": "sglang_monitoring_textfile is a filter: prometheus_client renders it on the controller",
     "test_run_changes": "scripts/run_changes.py reads ansible-runner events on the controller",

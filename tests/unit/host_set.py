@@ -24,6 +24,7 @@ CONTROLLER_ONLY = {
     "test_monitor_scrape": "monitor/scrape.py runs in a filter on the controller, building Prometheus's configuration",
     "test_monitor_textfile": "sglang_monitoring_textfile is a filter: prometheus_client renders it on the controller",
     "test_run_changes": "scripts/run_changes.py reads ansible-runner events on the controller",
+    "test_failure_reasons": "scripts/failure_reasons.py reads test reports on the machine that runs the suite",
     "test_engine_plan": "library/sglang_env_plan plans the engine on the controller (packaging reads its pins)",
     "test_include_loops": "reads playbooks/, roles/ and molecule/ YAML",
     "test_install_collections": "scripts/install_collections.py runs on the controller",

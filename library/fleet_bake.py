@@ -104,7 +104,9 @@ errors:
   returned: always
   type: float
 windows:
-  description: Each window, C({t, requests, accept_length, errors}).
+  description:
+    - Each window as C({t, at, requests, accept_length, errors, tokens_per_s}), where C(t) is seconds into the bake,
+      C(at) the moment it ended (epoch seconds, the host's clock) and C(tokens_per_s) the output tokens per second.
   returned: always
   type: list
   elements: dict

@@ -68,7 +68,11 @@ marks:
   returned: always
   type: dict
 note:
-  description: Why the picture holds the marks alone; empty when it holds curves.
+  description: Why the curves are not Prometheus's (the bakes' windows instead, or marks alone); empty when they are.
+  returned: always
+  type: str
+source:
+  description: Where the curves come from, C(prometheus), C(bake) (each replica's bake windows), or empty (marks only).
   returned: always
   type: str
 """
@@ -85,7 +89,8 @@ def main() -> None:
     module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     params = module.params
     timeline = gather(params["rows"], params["prometheus_url"], time.time())
-    result = {"samples": timeline.samples(), "marks": timeline.marks, "note": timeline.note}
+    result = {"samples": timeline.samples(), "marks": timeline.marks, "note": timeline.note,
+              "source": timeline.source}
     if module.check_mode:
         module.exit_json(changed=False, **result)
     picture = png(timeline, params["title"])

@@ -27,8 +27,12 @@ def one_line(text: str, limit: int = REASON_CHARS) -> str:
 
 
 def junit_failures(report: Path) -> Iterator[tuple[str, str]]:
-    """Each failed or erroring test case of a JUnit XML report: its id and the first line of what failed."""
-    root = ET.parse(report).getroot()
+    """Each failed or erroring test case of a JUnit XML report: its id and the first line of what failed; none when
+    pytest wrote no report (killed, or it never started: scripts/test says so by its exit code)."""
+    try:
+        root = ET.parse(report).getroot()
+    except (OSError, ET.ParseError):
+        return
     for case in root.iter("testcase"):
         problem = case.find("failure")
         if problem is None:

@@ -61,6 +61,12 @@ def test_molecules_own_error_after_the_last_task_failure_is_the_reason():
     assert reasons.molecule_reason(log) == "Idempotence test failed because of the following tasks:"
 
 
+def test_a_report_pytest_never_finished_gives_no_reason(tmp_path):
+    (tmp_path / "empty.xml").write_text("")
+    assert list(reasons.junit_failures(tmp_path / "empty.xml")) == []
+    assert list(reasons.junit_failures(tmp_path / "missing.xml")) == []
+
+
 def test_a_log_naming_no_failure_gives_nothing_and_long_reasons_are_cut():
     assert reasons.molecule_reason("PLAY RECAP\ninstance : ok=3 failed=0\n") == ""
     assert len(reasons.one_line("x " * 500)) == reasons.REASON_CHARS

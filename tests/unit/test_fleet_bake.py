@@ -109,6 +109,15 @@ def test_a_healthy_replica_passes() -> None:
     assert result.samples == 10
 
 
+def test_each_window_keeps_when_it_ended_and_its_output_rate_for_the_timeline() -> None:
+    clock = FakeClock()
+    result = watch(Replica([(5, 4.8)] * 10).scrape, SETTINGS, clock=clock, sleep=clock.sleep,
+                   wall=lambda: 1_700_000_000 + clock())  # fmt: skip
+    assert [w["t"] for w in result.windows] == [5.0 * n for n in range(1, 11)]
+    assert [w["at"] - w["t"] for w in result.windows] == [1_700_000_000] * 10  # the fake clock starts at 0
+    assert {w["tokens_per_s"] for w in result.windows} == {5 * 64 / 5}  # 5 requests of 64 tokens in 5 s
+
+
 def test_a_silent_fallback_to_plain_decoding_fails_after_three_windows() -> None:
     result = run(Replica([(5, 4.8), (5, 4.8), (5, 1.0), (5, 1.0), (5, 1.0), (5, 4.8)]))
     assert result.phase == FAILED

@@ -86,7 +86,36 @@ def test_without_prometheus_or_when_it_does_not_answer_the_picture_holds_the_mar
     assert gather(ROWS, "", T0).note == "no Prometheus configured: marks only"
     unreachable = gather(ROWS, "http://127.0.0.1:9", T0)
     assert unreachable.note.startswith("Prometheus at http://127.0.0.1:9 did not answer (ConnectionRefusedError")
+    assert unreachable.note.endswith(": marks only")
     assert unreachable.samples() == {"a": 0, "b": 0}
+    assert unreachable.source == ""
+
+
+# Replica a baked after it rejoined: three windows as fleet_bake keeps them, one without traffic (no acceptance).
+BAKED = [{**ROWS[0], "bake": {"phase": "passed", "windows": [
+    {"t": 5.0, "at": T0 + 50, "requests": 4, "accept_length": 3.5, "errors": 0, "tokens_per_s": 610.0},
+    {"t": 10.0, "at": T0 + 55, "requests": 0, "accept_length": None, "errors": 0, "tokens_per_s": 0.0},
+    {"t": 15.0, "at": T0 + 60, "requests": 5, "accept_length": 1.0, "errors": 0, "tokens_per_s": 240.0}]}},
+    ROWS[1]]
+
+
+@pytest.mark.parametrize("prometheus_url", ["", "http://127.0.0.1:9"], ids=["none-configured", "unreachable"])
+def test_without_prometheus_the_curves_are_each_replicas_bake_windows(prometheus_url):
+    timeline = gather(BAKED, prometheus_url, T0 + 3600)
+    assert timeline.source == "bake"
+    assert timeline.accept == {"a": [(T0 + 50, 3.5), (T0 + 60, 1.0)], "b": []}
+    assert timeline.tokens == {"a": [(T0 + 50, 610.0), (T0 + 55, 0.0), (T0 + 60, 240.0)], "b": []}
+    assert timeline.note.endswith(": curves from each replica's bake only")
+    accept_axes, _ = figure(timeline, "r1").axes
+    (curve,) = [line for line in accept_axes.get_lines() if line.get_label() == "a"]
+    assert list(curve.get_xdata()) == [50, 60]  # seconds since the first mark (leave at T0)
+    assert curve.get_marker() == "o"
+
+
+def test_prometheus_with_samples_is_preferred_to_the_bake(prometheus):
+    timeline = gather(BAKED, prometheus, T0 + 3600)
+    assert (timeline.source, timeline.note) == ("prometheus", "")
+    assert [value for _, value in timeline.accept["a"]] == [5.5] * 10
 
 
 def test_the_picture_draws_each_mark_on_both_panels_and_each_curve(prometheus):

@@ -123,12 +123,15 @@ def watch(
     *,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    wall: Callable[[], float] = time.time,
 ) -> BakeResult:
     """Scrape every ``interval`` for ``seconds``; judge each interval's window and the whole bake.
 
     Failed as soon as ``failure_limit`` windows in a row carry traffic and fall below the floor, or the errors
     exceed ``max_errors``; Inconclusive when fewer than ``min_requests`` requests finished (no traffic is no
-    evidence) or the metrics could not be read ``error_limit`` times in a row; else Passed."""
+    evidence) or the metrics could not be read ``error_limit`` times in a row; else Passed. Each window is kept with
+    the moment it ended (``at``, epoch seconds by ``wall``) and its output tokens per second: the rollout's timeline
+    draws them where no Prometheus recorded the fleet (module_utils/specgate/fleet/timeline.py)."""
     start_at = clock()
     consecutive_errors = 0
     baseline: Counters | None = None
@@ -140,7 +143,7 @@ def watch(
             if consecutive_errors >= settings.error_limit:
                 return BakeResult(INCONCLUSIVE, 0.0, 0, 0, None, None, 0, f"no measurement: {error}")
             sleep(settings.interval)
-    previous, low_windows, windows = baseline, 0, []
+    previous, previous_at, low_windows, windows = baseline, clock(), 0, []
     worst: float | None = None
     consecutive_errors = 0
     latest = baseline
@@ -155,11 +158,12 @@ def watch(
                                f"the replica's metrics could not be read {consecutive_errors} times in a row: {error}")
             continue
         consecutive_errors = 0
-        window = latest.minus(previous)
-        previous = latest
+        window, ended = latest.minus(previous), clock()
         accept = window_accept_length(window)
-        windows.append({"t": round(clock() - start_at, 1), "requests": window.requests, "accept_length": accept,
-                        "errors": window.errors})
+        tokens_per_s = round(window.tokens / (ended - previous_at), 3) if ended > previous_at else None
+        windows.append({"t": round(ended - start_at, 1), "at": round(wall(), 3), "requests": window.requests,
+                        "accept_length": accept, "errors": window.errors, "tokens_per_s": tokens_per_s})
+        previous, previous_at = latest, ended
         if accept is not None:
             worst = accept if worst is None else min(worst, accept)
             low_windows = low_windows + 1 if accept < settings.min_accept_length else 0

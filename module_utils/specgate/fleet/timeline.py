@@ -5,8 +5,9 @@ The report (fleet.md) says what happened; the picture shows what the fleet's cli
 replica is out of the router, a canary whose acceptance falls after its gate passed. The marks are the rollout's own
 (the fleet report's rows: fleet_rollout's leave, mark and rejoin steps, in UTC); the curves are what SGLang's counters
 say, as the rules read them (tokens per verify step, tokens per second). Without a Prometheus to ask, or one that has
-no samples for the window yet (a fleet's first deploy installs it last), the picture holds the marks alone and says
-why.
+no samples for the window yet (a fleet's first deploy installs it last), the curves are the bakes' own windows (each
+replica's counters as fleet_bake read them, module_utils/specgate/fleet/bake.py): only while each baked, but read from
+the same counters. With neither, the picture holds the marks alone. Its title says which.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ class Timeline:
     accept: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     tokens: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     note: str = ""
+    # Where the curves come from: "prometheus", "bake" (each replica's bake windows) or "" (none: marks only).
+    source: str = ""
 
     def samples(self) -> dict[str, int]:
         return {host: len(self.accept.get(host, [])) + len(self.tokens.get(host, [])) for host in self.marks}
@@ -75,17 +78,17 @@ def window(marks: Mapping[str, Mapping[str, float]], now: float) -> tuple[float,
 def query_range(prometheus_url: str, query: str, start: float, end: float,
                 timeout: float = 10.0) -> tuple[dict[str, list[tuple[float, float]]], str]:
     """Prometheus's /api/v1/query_range, by the series' host label, and '' - or no series and why Prometheus did
-    not answer (the picture's note: never a refusal)."""
+    not answer (for the picture's note: never a refusal)."""
     step = max(2.0, (end - start) / MAX_POINTS)
     params = {"query": query, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:.3f}"}
     answer = request("GET", prometheus_url.rstrip("/") + "/api/v1/query_range?" + urllib.parse.urlencode(params),
                      timeout=timeout)
     if answer.status != 200:
-        return {}, f"Prometheus at {prometheus_url} did not answer ({answer.status or answer.error}): marks only"
+        return {}, f"Prometheus at {prometheus_url} did not answer ({answer.status or answer.error})"
     try:
         result = json.loads(answer.body)["data"]["result"]
     except (ValueError, KeyError, TypeError):
-        return {}, f"Prometheus at {prometheus_url} answered no query result: marks only"
+        return {}, f"Prometheus at {prometheus_url} answered no query result"
     series: dict[str, list[tuple[float, float]]] = {}
     for entry in result:
         host = entry.get("metric", {}).get("host")
@@ -94,18 +97,44 @@ def query_range(prometheus_url: str, query: str, start: float, end: float,
     return series, ""
 
 
+def bake_curves(rows: Sequence[Mapping[str, Any]]) -> tuple[dict[str, list[tuple[float, float]]],
+                                                            dict[str, list[tuple[float, float]]]]:
+    """Each host's bake windows (the report row's ``bake.windows``, each with the moment it ended) → its acceptance
+    and tokens/s curves; windows without traffic have no acceptance and are left out of that curve."""
+    accept: dict[str, list[tuple[float, float]]] = {}
+    tokens: dict[str, list[tuple[float, float]]] = {}
+    for row in rows:
+        windows = [w for w in ((row.get("bake") or {}).get("windows") or []) if w.get("at") is not None]
+        host = str(row["host"])
+        accept[host] = [(float(w["at"]), float(w["accept_length"])) for w in windows
+                        if w.get("accept_length") is not None]
+        tokens[host] = [(float(w["at"]), float(w["tokens_per_s"])) for w in windows
+                        if w.get("tokens_per_s") is not None]
+    return accept, tokens
+
+
 def gather(rows: Sequence[Mapping[str, Any]], prometheus_url: str, now: float) -> Timeline:
-    """The rollout's marks from the report's rows, and its curves from Prometheus when one is named and answers."""
+    """The rollout's marks from the report's rows, and its curves from Prometheus when one is named and has samples
+    for the window, else from the bakes' windows when a replica baked, else none."""
     timeline = Timeline(marks_of(rows))
-    if not prometheus_url:
-        timeline.note = "no Prometheus configured: marks only"
-        return timeline
-    start, end = window(timeline.marks, now)
-    timeline.accept, timeline.note = query_range(prometheus_url, ACCEPT_QUERY, start, end)
-    if not timeline.note:
-        timeline.tokens, timeline.note = query_range(prometheus_url, TOKENS_QUERY, start, end)
-    if not timeline.note and not any(timeline.samples().values()):
-        timeline.note = f"Prometheus at {prometheus_url} has no samples for this window yet: marks only"
+    if prometheus_url:
+        start, end = window(timeline.marks, now)
+        timeline.accept, why = query_range(prometheus_url, ACCEPT_QUERY, start, end)
+        if not why:
+            timeline.tokens, why = query_range(prometheus_url, TOKENS_QUERY, start, end)
+        if not why and any(timeline.samples().values()):
+            timeline.source = "prometheus"
+            return timeline
+        why = why or f"Prometheus at {prometheus_url} has no samples for this window yet"
+    else:
+        why = "no Prometheus configured"
+    timeline.accept, timeline.tokens = bake_curves(rows)
+    if any(timeline.samples().values()):
+        timeline.source = "bake"
+        timeline.note = f"{why}: curves from each replica's bake only"
+    else:
+        timeline.accept, timeline.tokens = {}, {}
+        timeline.note = f"{why}: marks only"
     return timeline
 
 
@@ -127,9 +156,9 @@ def figure(timeline: Timeline, title: str) -> Any:
         colour = colours(index % 10)
         for axes, curves in ((accept_axes, timeline.accept), (tokens_axes, timeline.tokens)):
             points = curves.get(host, [])
-            if points:
+            if points:  # a bake's windows are seconds apart: each one a dot on its line
                 axes.plot([moment - origin for moment, _ in points], [value for _, value in points], color=colour,
-                          label=host)
+                          label=host, marker="o" if timeline.source == "bake" else None, markersize=3)
             for name in MARKS:
                 if name in timeline.marks[host]:
                     axes.axvline(timeline.marks[host][name] - origin, color=colour, linestyle=_MARK_STYLE[name],

@@ -195,6 +195,45 @@ def test_prometheus_on_the_routers_host_scrapes_the_fleet_knows_what_each_replic
     assert "--storage.tsdb.retention.time=15d" in props
 
 
+class AlertWatch:
+    """Prometheus's /api/v1/alerts read every second while a rollout runs: each (alert, host, state) seen."""
+
+    def __init__(self) -> None:
+        self.seen: set[tuple[str, str, str]] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                alerts = prometheus("/api/v1/alerts")["alerts"]
+            except httpx.HTTPError:
+                alerts = []
+            self.seen |= {(a["labels"]["alertname"], a["labels"].get("host", ""), a["state"]) for a in alerts}
+            self._stop.wait(1)
+
+    def __enter__(self) -> AlertWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=15)
+
+    def fired(self) -> set[tuple[str, str]]:
+        return {(name, host) for name, host, state in self.seen if state == "firing"}
+
+
+def wait_no_alerts(deadline_s: float = 60) -> list[dict]:
+    """Prometheus's alerts once none is pending or firing, or those still there after deadline_s."""
+    deadline = time.monotonic() + deadline_s
+    alerts = prometheus("/api/v1/alerts")["alerts"]
+    while alerts and time.monotonic() < deadline:
+        time.sleep(1)
+        alerts = prometheus("/api/v1/alerts")["alerts"]
+    return alerts
+
+
 def dashboard_queries() -> list[str]:
     """Every PromQL of the shipped dashboard (dashboards/specgate-fleet.json): its panels' and its annotations'."""
     board = json.loads((PROJECT / "dashboards" / "specgate-fleet.json").read_text())
@@ -225,7 +264,7 @@ def test_every_dashboard_query_answers_with_data_from_the_fleet() -> None:
 
 def test_a_passing_configuration_reaches_the_fleet_one_batch_at_a_time_without_a_failed_request(tmp_path) -> None:
     known = releases()
-    with router_client() as client:
+    with router_client() as client, AlertWatch() as alerts:
         # A bake too: each replica becomes known-good only after the client's live traffic proved it.
         run = rollout(tmp_path, {"sglang_service_extra_env": {**SIM_ENV, "SPECGATE_SIM_SEED": "11"},
                                  "fleet_rollout_bake_seconds": 9, "fleet_rollout_bake_interval": 3})
@@ -269,6 +308,11 @@ def test_a_passing_configuration_reaches_the_fleet_one_batch_at_a_time_without_a
     assert "in flight, drained in" in markdown.read_text()
     assert report["hosts"][0]["bake"]["phase"] == "passed"
     assert report["hosts"][0]["bake"]["accept_length"] > 2
+    # Its windows, kept for a timeline drawn without Prometheus: each ended within the rollout, in order.
+    windows = report["hosts"][0]["bake"]["windows"]
+    assert len(windows) == 3, windows
+    assert all(w["tokens_per_s"] > 0 for w in windows), windows
+    assert [w["at"] for w in windows] == sorted(w["at"] for w in windows)
     assert wait_router_healthy() == {f"http://127.0.0.1:{port}": True for port in REPLICAS.values()}
     # The timeline: each replica's steps in the order it took them, the canary's all before the second one left,
     # drawn over the curves the fleet's Prometheus (the router's host) recorded meanwhile.
@@ -281,8 +325,15 @@ def test_a_passing_configuration_reaches_the_fleet_one_batch_at_a_time_without_a
     assert picture.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     drawn = [e["event_data"]["res"] for e in run.events if e.get("event") == "runner_on_ok"
              and e["event_data"].get("task", "").startswith("Draw timeline.png")][-1]
-    assert drawn["note"] == "", drawn
+    assert (drawn["source"], drawn["note"]) == ("prometheus", ""), drawn
     assert min(drawn["samples"].values()) > 0, drawn
+    # A rollout that went as planned fires no alert (the fleet's windows are 8 s: host_vars/specgate-fleet-lb.yml);
+    # a replica out of the router or restarting is at most pending meanwhile, and nothing is left once it is over.
+    assert alerts.fired() == set(), alerts.seen
+    assert wait_no_alerts() == []
+    served = {sample["metric"]["host"]: sample["metric"]["release"]
+              for sample in prometheus("/api/v1/query", query="specgate_release_info")["result"]}
+    assert served == {name: now[name][0] for name in REPLICAS}  # the new release, on each replica
 
 
 def test_a_second_replica_whose_candidate_is_worse_is_rolled_back_and_the_canary_stays_promoted(tmp_path) -> None:
@@ -327,7 +378,7 @@ def test_a_bake_that_sees_the_canary_fall_back_to_plain_decoding_rolls_it_back_a
         return True
 
     try:
-        with router_client() as client:
+        with router_client() as client, AlertWatch() as alerts:
             run = rollout(
                 tmp_path,
                 {"sglang_service_extra_env": {**SIM_ENV, "SPECGATE_SIM_SEED": "13",
@@ -349,6 +400,10 @@ def test_a_bake_that_sees_the_canary_fall_back_to_plain_decoding_rolls_it_back_a
     assert rows["specgate-fleet-a"]["bake"]["phase"] == "failed"
     assert rows["specgate-fleet-b"]["outcome"] == "not started"
     assert wait_router_healthy() == {f"http://127.0.0.1:{port}": True for port in REPLICAS.values()}
+    # The fleet's Prometheus saw it too: the fallback alert went pending (or fired) for the canary, and only for it.
+    fallback_alerts = {(host_name, state) for name, host_name, state in alerts.seen
+                       if name == "SpecgateSpeculationFallback"}
+    assert {host_name for host_name, _ in fallback_alerts} == {"specgate-fleet-a"}, alerts.seen
 
 
 def engine_started_at(name: str) -> str:

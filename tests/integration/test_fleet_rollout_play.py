@@ -77,13 +77,13 @@ def run(tmp_path: Path, hosts: list[str], group_vars: dict, fail_hosts: list[str
 
 
 def messages(runner: ansible_runner.Runner) -> str:
-    return " ".join(str(e["event_data"].get("res", {}).get("msg", "")) for e in runner.events
+    return " ".join(str(e.get("event_data", {}).get("res", {}).get("msg", "")) for e in runner.events
                     if e.get("event") == "runner_on_failed")
 
 
 def hosts_of_task(runner: ansible_runner.Runner, task: str) -> list[str]:
     return [e["event_data"]["host"] for e in runner.events
-            if e.get("event") in ("runner_on_ok", "runner_on_failed") and e["event_data"].get("task") == task]
+            if e.get("event") in ("runner_on_ok", "runner_on_failed") and e.get("event_data", {}).get("task") == task]
 
 
 def report(tmp_path: Path) -> dict:
@@ -210,8 +210,8 @@ def _started(runner: ansible_runner.Runner, host: str) -> float:
     from datetime import datetime
 
     created = [e["created"] for e in runner.events if e["event"] == "runner_on_start"
-               and e["event_data"].get("host") == host
-               and e["event_data"].get("task") == "Stand in for the stages and the gate"]  # fmt: skip
+               and e.get("event_data", {}).get("host") == host
+               and e.get("event_data", {}).get("task") == "Stand in for the stages and the gate"]  # fmt: skip
     return datetime.fromisoformat(created[0]).timestamp()
 
 
@@ -262,7 +262,7 @@ def test_an_unapproved_batch_never_starts_once_the_wait_times_out(tmp_path) -> N
 def test_a_failed_batch_stops_without_asking_and_the_last_batch_asks_nothing(tmp_path) -> None:
     failed = run(tmp_path / "a", ["h1", "h2"], APPROVAL, fail_hosts=["h1"])
     assert failed.status == "failed"
-    assert not [e for e in failed.events if e["event_data"].get("task", "").startswith("Ask a person")]
+    assert not [e for e in failed.events if e.get("event_data", {}).get("task", "").startswith("Ask a person")]
     one_batch = run(tmp_path / "b", ["h1", "h2"], {**APPROVAL, "fleet_rollout_serial": ["100%"]})
     assert one_batch.status == "successful", messages(one_batch)
-    assert not [e for e in one_batch.events if e["event_data"].get("task", "").startswith("Ask a person")]
+    assert not [e for e in one_batch.events if e.get("event_data", {}).get("task", "").startswith("Ask a person")]

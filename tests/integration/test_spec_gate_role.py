@@ -47,7 +47,7 @@ def test_healthy_candidate_passes_and_its_result_lands_on_host_and_controller(he
     shown = [
         line
         for e in run.events
-        if e.get("event") == "runner_on_ok" and e["event_data"].get("task") == "Show the gate table"
+        if e.get("event") == "runner_on_ok" and e.get("event_data", {}).get("task") == "Show the gate table"
         for line in e["event_data"]["res"]["msg"].splitlines()
     ]
     assert shown[0].startswith("Gate for release kg — Successful after 3 run(s) → promote")
@@ -114,7 +114,7 @@ def test_check_mode_validates_but_sends_nothing_and_changes_nothing(tmp_path, si
     assert run.status == "successful", run.failed_tasks()
     assert run.changed_tasks() == []
     assert not (tmp_path / "opt" / "releases" / "cand" / "gate.json").exists()
-    assert any(e["event_data"].get("task") == "Check the thresholds are in range, naming the one that is not"
+    assert any(e.get("event_data", {}).get("task") == "Check the thresholds are in range, naming the one that is not"
                for e in run.events)  # fmt: skip
 
 

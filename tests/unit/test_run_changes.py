@@ -21,6 +21,8 @@ def test_report_writes_are_told_from_host_changes_by_their_file():
         _ok("Make the rollout's report directory", REPORT, False),  # unchanged: neither
         _ok("Render the unit", "/home/u/specgate/roles/sglang_service/tasks/unit.yml:9", True),
         {"event": "runner_on_skipped", "event_data": {"task": "Skipped", "task_path": REPORT, "res": {}}},
+        # A line Ansible's own Python printed (cryptography 51's DSA deprecation warning at start): no event_data.
+        {"event": "verbose", "stdout": "CryptographyDeprecationWarning: DSA is deprecated"},
     ]
     assert changes.report_writes(events) == ["Write fleet.md - the table a person reads"]
     assert changes.host_changes(events) == ["Write fleet.md - the table a person reads", "Render the unit"]

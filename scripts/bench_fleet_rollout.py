@@ -149,7 +149,7 @@ def deploy(inventory: str, extravars: dict, limit: str | None, name: str, hosts:
         leaves = {row["host"]: (row["router"].get("in_flight_at_leave"), row["router"].get("drained_s"))
                   for row in rows if (row.get("router") or {}).get("removed")}
         if run.status != "successful":
-            failures = [str(e.get("event_data", {}).get("res", {}).get("msg", ""))[:300] for e in run.events
+            failures = [str(e["event_data"].get("res", {}).get("msg", ""))[:300] for e in run.events
                         if e.get("event") == "runner_on_failed"]
             print(f"{name}: deploy.yml ended {run.status}: {failures[:3]}", file=sys.stderr)
         return Round(name, hosts, wall, run.status, sorted(promoted), leaves)

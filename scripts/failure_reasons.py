@@ -4,7 +4,8 @@ A CI log is often read only by its tail: the summary names each failed test or s
 (the assertion's first line, the failed task and its message), so a failure that does not happen again on another
 machine can still be understood.
 
-    python3 scripts/failure_reasons.py junit REPORT.xml      # "classname::name<TAB>reason" per failed test
+    python3 scripts/failure_reasons.py junit REPORT.xml      # "tests failures errors skipped", then
+                                                             # "classname::name<TAB>reason" per failed test
     python3 scripts/failure_reasons.py molecule SCENARIO.log # the reason a scenario failed, one line
 """
 
@@ -26,12 +27,30 @@ def one_line(text: str, limit: int = REASON_CHARS) -> str:
     return folded if len(folded) <= limit else folded[: limit - 1] + "…"
 
 
-def junit_failures(report: Path) -> Iterator[tuple[str, str]]:
-    """Each failed or erroring test case of a JUnit XML report: its id and the first line of what failed; none when
-    pytest wrote no report (killed, or it never started: scripts/test says so by its exit code)."""
+def _junit_root(report: Path) -> ET.Element | None:
+    """The report's root; None when pytest wrote none (killed, or it never started: scripts/test says so by its exit
+    code)."""
     try:
-        root = ET.parse(report).getroot()
+        return ET.parse(report).getroot()
     except (OSError, ET.ParseError):
+        return None
+
+
+def junit_counts(report: Path) -> tuple[int, int, int, int]:
+    """Tests, failures, errors and skipped of a JUnit XML report (one suite or several); all 0 without a report."""
+    root = _junit_root(report)
+    if root is None:
+        return 0, 0, 0, 0
+    suites = [root] if root.tag == "testsuite" else list(root)
+    total = {key: sum(int(suite.get(key, 0)) for suite in suites) for key in ("tests", "failures", "errors", "skipped")}
+    return total["tests"], total["failures"], total["errors"], total["skipped"]
+
+
+def junit_failures(report: Path) -> Iterator[tuple[str, str]]:
+    """Each failed or erroring test case of a JUnit XML report: its id and the first line of what failed; none
+    without a report."""
+    root = _junit_root(report)
+    if root is None:
         return
     for case in root.iter("testcase"):
         problem = case.find("failure")
@@ -64,8 +83,10 @@ def molecule_reason(log: str) -> str:
         if error:
             return one_line(error["why"])
         fatal = _FATAL.match(lines[index])
-        following = lines[index + 1:index + 40]
-        if not fatal or any(line.startswith("...ignoring") for line in following[:30]):
+        if not fatal:
+            continue
+        following = lines[index + 1:index + 31]
+        if any(line.startswith("...ignoring") for line in following):
             continue
         task = next((m["task"] for m in map(_TASK.match, reversed(lines[:index])) if m), "")
         # the result's own lines are indented (the YAML callback); the first line that is not ends it
@@ -83,6 +104,7 @@ def molecule_reason(log: str) -> str:
 def main(argv: list[str]) -> int:
     kind, path = argv[1], Path(argv[2])
     if kind == "junit":
+        print(*junit_counts(path))
         for test, reason in junit_failures(path):
             print(f"{test}\t{reason}")
     elif kind == "molecule":

@@ -57,7 +57,7 @@ class Run:
         """The message of the task that ended the play (the last failure), or "" when none failed."""
         for event in reversed(self.events):
             if event.get("event") == "runner_on_failed" and not event.get("event_data", {}).get("ignore_errors"):
-                return str(event.get("event_data", {}).get("res", {}).get("msg", ""))
+                return str(event["event_data"].get("res", {}).get("msg", ""))
         return ""
 
     def changed_count(self) -> int:

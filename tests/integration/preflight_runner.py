@@ -50,22 +50,22 @@ class RoleRun:
 
     def failed_tasks(self) -> list[tuple[str, dict[str, Any]]]:
         return [
-            (event.get("event_data", {}).get("task", ""), event.get("event_data", {}).get("res", {}))
+            (event["event_data"].get("task", ""), event["event_data"].get("res", {}))
             for event in self.events
             if event.get("event") == "runner_on_failed"
         ]
 
     def changed_tasks(self) -> list[str]:
         return [
-            event.get("event_data", {}).get("task", "")
+            event["event_data"].get("task", "")
             for event in self.events
-            if event.get("event") == "runner_on_ok" and event.get("event_data", {}).get("res", {}).get("changed")
+            if event.get("event") == "runner_on_ok" and event["event_data"].get("res", {}).get("changed")
         ]
 
     def fact(self, name: str) -> Any:
         for event in self.events:
             if event.get("event") == "runner_on_ok":
-                facts = event.get("event_data", {}).get("res", {}).get("ansible_facts", {})
+                facts = event["event_data"].get("res", {}).get("ansible_facts", {})
                 if name in facts:
                     return facts[name]
         raise KeyError(f"no task set the fact {name}")
@@ -214,14 +214,14 @@ class CaseRuns:
         printed = []
         for event in self.events[case]:
             if event["event"] in ("runner_on_failed", "runner_item_on_failed"):
-                res = event.get("event_data", {}).get("res", {})
+                res = event["event_data"].get("res", {})
                 printed += [event.get("stdout", ""), str(res.get("msg", ""))]
                 printed += [str(item.get("msg", "")) for item in res.get("results", []) if item.get("failed")]
         return " ".join(" ".join(printed).split())
 
     def changed(self, case: str) -> list[str]:
-        return [e.get("event_data", {}).get("task", "") for e in self.events[case]
-                if e["event"] == "runner_on_ok" and e.get("event_data", {}).get("res", {}).get("changed")]  # fmt: skip
+        return [e["event_data"].get("task", "") for e in self.events[case]
+                if e["event"] == "runner_on_ok" and e["event_data"].get("res", {}).get("changed")]  # fmt: skip
 
 
 def run_cases(tmp_path: Path, play: list[dict[str, Any]], cases: dict[str, dict[str, Any]],

@@ -30,7 +30,7 @@ def _copy(tmp_path: Path, src: Path, dest: Path, check: bool = False, **extra) -
         envvars={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_FACT_CACHING": "memory"},
     )
     (result,) = [{**e["event_data"]["res"], "failed": e["event"] == "runner_on_failed"} for e in run.events
-                 if e["event"] in ("runner_on_ok", "runner_on_failed") and e.get("event_data", {}).get("task") == TASK]
+                 if e["event"] in ("runner_on_ok", "runner_on_failed") and e["event_data"].get("task") == TASK]
     return {**result, "stdout": run.stdout.read()}
 
 

@@ -284,7 +284,7 @@ def test_deploy_refuses_a_bad_setting_before_touching_ct200(
     # Nothing but the rollout's plan, preflight and the validate entry points ran: the failure is the last thing the
     # play did.
     ran = {(e["event_data"].get("role"), e["event_data"].get("task_path", "").split(":")[0].rsplit("/", 1)[-1],
-            e.get("event_data", {}).get("task", "")) for e in events if e["event"] == "runner_on_ok"}
+            e["event_data"].get("task", "")) for e in events if e["event"] == "runner_on_ok"}
     beyond = {(role, path) for role, path, task in ran
               if role not in ("preflight", None) and path not in {"validate.yml", "values.yml", "target_limits.yml"}
               and (role, path) != ("fleet_rollout", "plan.yml")

@@ -77,13 +77,13 @@ def run(tmp_path: Path, hosts: list[str], group_vars: dict, fail_hosts: list[str
 
 
 def messages(runner: ansible_runner.Runner) -> str:
-    return " ".join(str(e.get("event_data", {}).get("res", {}).get("msg", "")) for e in runner.events
+    return " ".join(str(e["event_data"].get("res", {}).get("msg", "")) for e in runner.events
                     if e.get("event") == "runner_on_failed")
 
 
 def hosts_of_task(runner: ansible_runner.Runner, task: str) -> list[str]:
     return [e["event_data"]["host"] for e in runner.events
-            if e.get("event") in ("runner_on_ok", "runner_on_failed") and e.get("event_data", {}).get("task") == task]
+            if e.get("event") in ("runner_on_ok", "runner_on_failed") and e["event_data"].get("task") == task]
 
 
 def report(tmp_path: Path) -> dict:
@@ -210,8 +210,8 @@ def _started(runner: ansible_runner.Runner, host: str) -> float:
     from datetime import datetime
 
     created = [e["created"] for e in runner.events if e["event"] == "runner_on_start"
-               and e.get("event_data", {}).get("host") == host
-               and e.get("event_data", {}).get("task") == "Stand in for the stages and the gate"]  # fmt: skip
+               and e["event_data"].get("host") == host
+               and e["event_data"].get("task") == "Stand in for the stages and the gate"]  # fmt: skip
     return datetime.fromisoformat(created[0]).timestamp()
 
 

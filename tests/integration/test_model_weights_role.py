@@ -58,7 +58,7 @@ def play(tmp_path: Path, role_vars: dict[str, Any], check: bool = False, tags: s
 
 
 def results(run: ansible_runner.Runner, kind: str) -> list[tuple[str, dict]]:
-    return [(e.get("event_data", {}).get("task", ""), e.get("event_data", {}).get("res", {}))
+    return [(e["event_data"].get("task", ""), e["event_data"].get("res", {}))
             for e in run.events if e.get("event") == kind]
 
 

@@ -28,7 +28,7 @@ def outcomes(run: RoleRun, task: str) -> list[str]:
     """ok / skipped / failed, in order, for each time the task came up."""
     return [e["event"].removeprefix("runner_on_") for e in run.events
             if e.get("event") in ("runner_on_ok", "runner_on_skipped", "runner_on_failed")
-            and e.get("event_data", {}).get("task") == task]
+            and e["event_data"].get("task") == task]
 
 
 def test_a_renewal_reads_no_record_and_a_lock_taken_after_the_release_reads_it_again(tmp_path):
@@ -40,7 +40,7 @@ def test_a_renewal_reads_no_record_and_a_lock_taken_after_the_release_reads_it_a
     # Taken (record read), renewed twice (ours: nothing to read), released, taken anew (read again).
     assert outcomes(run, READ_LOCK) == ["ok", "skipped", "skipped", "ok"]
     taken = [e["event_data"]["res"] for e in run.events
-             if e.get("event") == "runner_on_ok" and e.get("event_data", {}).get("task") == TAKE_LOCK]
+             if e.get("event") == "runner_on_ok" and e["event_data"].get("task") == TAKE_LOCK]
     assert [t["renewed"] for t in taken] == [False, True, True, False]
     assert not lock.exists()
 
@@ -80,11 +80,11 @@ def test_what_serves_now_is_read_from_the_layout_record_in_one_read(tmp_path):
     run = play(tmp_path, ["current"], {"sglang_service_state_file": str(state),
                                        "sglang_service_unit_name": "specgate-noop-test-absent"})
     reads = [e["event_data"]["task"] for e in run.events if e.get("event") == "runner_on_ok"
-             and e.get("event_data", {}).get("task_action") in ("ansible.builtin.slurp", "ansible.builtin.stat")]
+             and e["event_data"].get("task_action") in ("ansible.builtin.slurp", "ansible.builtin.stat")]
     assert reads == ["Read the service layout a deploy recorded, if one did"]
     (layout,) = [e["event_data"]["res"]["ansible_facts"]["_sglang_service_layout"] for e in run.events
                  if e.get("event") == "runner_on_ok"
-                 and e.get("event_data", {}).get("task") == "Take the host layout from the recorded state"]
+                 and e["event_data"].get("task") == "Take the host layout from the recorded state"]
     assert layout["base_dir"] == str(tmp_path / "opt")
     assert layout["sglang_version"] == "0.5.23"
     # The pointers' module asks systemd next, which this controller does not run (molecule/gate does): only reached.

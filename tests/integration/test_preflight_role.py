@@ -111,7 +111,7 @@ def test_a_token_given_with_minus_e_gets_a_warning_pointing_to_vault_and_one_fro
 
     def warnings(run):
         return [w for e in run.events if e.get("event") == "runner_on_ok"
-                for w in e.get("event_data", {}).get("res", {}).get("warnings", [])]
+                for w in e["event_data"].get("res", {}).get("warnings", [])]
 
     on_argv = run_role(tmp_path / "argv", "preflight", base, cmdline=f"-e model_weights_hf_token={token}")
     assert on_argv.status == "successful", on_argv.failed_tasks()

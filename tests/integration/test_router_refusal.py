@@ -38,8 +38,8 @@ def refused_on_the_router_host_before_any_replica(tmp_path: Path, bad: dict, rol
     assert [(f["host"], f["role"]) for f in failures] == [("lb1", role)], failures
     assert named in str(failures[0]["res"].get("msg")), failures[0]["res"]
     # The replica ran the rollout's read-only plan and nothing else: no stage of its play started.
-    replica = {e.get("event_data", {}).get("role") for e in run.events
-               if e["event"] == "runner_on_ok" and e.get("event_data", {}).get("host") == "ct200"}  # fmt: skip
+    replica = {e["event_data"].get("role") for e in run.events
+               if e["event"] == "runner_on_ok" and e["event_data"].get("host") == "ct200"}  # fmt: skip
     assert replica <= {"fleet_rollout"}, replica
     assert run.stats["changed"] == {}
 

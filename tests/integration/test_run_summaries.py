@@ -41,7 +41,7 @@ def _summaries(tmp_path: Path, plays: list[tuple[str, dict]], inventory: str | N
     )
     assert run.status == "successful", [e["event_data"]["res"] for e in run.events if e["event"] == "runner_on_failed"]
     return [e["event_data"]["res"]["msg"] for e in run.events
-            if e["event"] == "runner_on_ok" and e.get("event_data", {}).get("task") == SUMMARY]
+            if e["event"] == "runner_on_ok" and e["event_data"].get("task") == SUMMARY]
 
 
 def test_each_playbook_ends_with_its_own_block(tmp_path):

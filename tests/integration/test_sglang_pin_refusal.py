@@ -57,6 +57,6 @@ def test_unsupported_sglang_pin_is_refused_by_sglang_env_before_anything_changes
     assert message.splitlines()[1].startswith(f"- {name}:"), message
     assert reason in message, message
     assert run.stats["changed"] == {}
-    stages_run = {e.get("event_data", {}).get("role") for e in run.events if e["event"] == "runner_on_ok"}
+    stages_run = {e["event_data"].get("role") for e in run.events if e["event"] == "runner_on_ok"}
     # fleet_rollout: the rollout's read-only plan, deploy.yml's first play.
     assert stages_run <= {"fleet_rollout", "preflight", "cuda_toolkit", "sglang_env", None}

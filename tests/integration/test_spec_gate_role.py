@@ -47,7 +47,7 @@ def test_healthy_candidate_passes_and_its_result_lands_on_host_and_controller(he
     shown = [
         line
         for e in run.events
-        if e.get("event") == "runner_on_ok" and e.get("event_data", {}).get("task") == "Show the gate table"
+        if e.get("event") == "runner_on_ok" and e["event_data"].get("task") == "Show the gate table"
         for line in e["event_data"]["res"]["msg"].splitlines()
     ]
     assert shown[0].startswith("Gate for release kg — Successful after 3 run(s) → promote")

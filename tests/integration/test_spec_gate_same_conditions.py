@@ -174,7 +174,7 @@ def test_without_a_same_run_measurement_the_stored_runs_are_the_reference_and_th
         e["event_data"]["res"]["msg"]
         for e in run.events
         if e.get("event") == "runner_on_ok"
-        and e.get("event_data", {}).get("task") == "Say what the regression gate will compare with"
+        and e["event_data"].get("task") == "Say what the regression gate will compare with"
     ]
     assert said
     assert "the active release is old, not known-good kg" in said[0]
@@ -231,8 +231,8 @@ def test_unreachable_min_accept_length_is_refused_before_anything_runs(tmp_path)
     # Only the rollout's read-only plan, preflight and the stages' validate entry points ran.
     entry_points = ("validate", "plan", "target_limits")
     spec_checks = tuple(f"Validating arguments against arg spec '{e}'" for e in entry_points)
-    paths = {e.get("event_data", {}).get("task_path", "").split(":")[0].rsplit("/", 1)[-1]
+    paths = {e["event_data"].get("task_path", "").split(":")[0].rsplit("/", 1)[-1]
              for e in run.events
-             if e["event"] == "runner_on_ok" and e.get("event_data", {}).get("role") not in ("preflight", None)
-             and not e.get("event_data", {}).get("task", "").startswith(spec_checks)}
+             if e["event"] == "runner_on_ok" and e["event_data"].get("role") not in ("preflight", None)
+             and not e["event_data"].get("task", "").startswith(spec_checks)}
     assert paths <= {"validate.yml", "values.yml", "plan.yml", "target_limits.yml"}, paths

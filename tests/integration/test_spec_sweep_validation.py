@@ -38,7 +38,7 @@ def run_validate_facts(configs: list, **extra) -> tuple[str, str, dict]:
             quiet=True,
         )
         facts = {k: v for e in result.events if e.get("event") == "runner_on_ok"
-                 for k, v in e.get("event_data", {}).get("res", {}).get("ansible_facts", {}).items()}  # fmt: skip
+                 for k, v in e["event_data"].get("res", {}).get("ansible_facts", {}).items()}  # fmt: skip
         return result.status, result.stdout.read(), facts
 
 

@@ -20,6 +20,7 @@ def test_a_junit_report_gives_each_failed_test_with_its_assertion(tmp_path):
     report = tmp_path / "report.xml"
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path),
                     f"--junitxml={report}"], cwd=tmp_path, capture_output=True, check=False)  # fmt: skip
+    assert reasons.junit_counts(report) == (3, 2, 0, 0)  # an exception raised in a test is a failure, not an error
     found = dict(reasons.junit_failures(report))
     assert set(found) == {"test_sample::test_wrong", "test_sample::test_broken"}
     assert "the batch went wrong" in found["test_sample::test_wrong"]
@@ -65,6 +66,7 @@ def test_a_report_pytest_never_finished_gives_no_reason(tmp_path):
     (tmp_path / "empty.xml").write_text("")
     assert list(reasons.junit_failures(tmp_path / "empty.xml")) == []
     assert list(reasons.junit_failures(tmp_path / "missing.xml")) == []
+    assert reasons.junit_counts(tmp_path / "missing.xml") == (0, 0, 0, 0)
 
 
 def test_a_log_naming_no_failure_gives_nothing_and_long_reasons_are_cut():

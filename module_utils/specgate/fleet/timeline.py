@@ -129,12 +129,8 @@ def gather(rows: Sequence[Mapping[str, Any]], prometheus_url: str, now: float) -
     else:
         why = "no Prometheus configured"
     timeline.accept, timeline.tokens = bake_curves(rows)
-    if any(timeline.samples().values()):
-        timeline.source = "bake"
-        timeline.note = f"{why}: curves from each replica's bake only"
-    else:
-        timeline.accept, timeline.tokens = {}, {}
-        timeline.note = f"{why}: marks only"
+    timeline.source = "bake" if any(timeline.samples().values()) else ""
+    timeline.note = f"{why}: curves from each replica's bake only" if timeline.source else f"{why}: marks only"
     return timeline
 
 

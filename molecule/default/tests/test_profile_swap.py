@@ -43,7 +43,7 @@ def _deploy(tmp_path: Path, profile: str, **extra) -> ansible_runner.Runner:
 
 
 def _failures(run: ansible_runner.Runner) -> list:
-    return [(e.get("event_data", {}).get("task"), e["event_data"]["res"].get("msg"))
+    return [(e["event_data"].get("task"), e["event_data"]["res"].get("msg"))
             for e in run.events if e["event"] in ("runner_on_failed", "runner_on_unreachable")]
 
 
@@ -65,7 +65,7 @@ def test_swapping_to_the_block_16_profile_fetches_and_serves_its_drafter_then_ba
         assert served["speculative-draft-model-path"] == B16_DRAFTER
         # The run ends with one readable block for the host: the release, the verdict, the way back.
         (summary,) = [e["event_data"]["res"]["msg"] for e in swap.events
-                      if e["event"] == "runner_on_ok" and e.get("event_data", {}).get("task") == SUMMARY]
+                      if e["event"] == "runner_on_ok" and e["event_data"].get("task") == SUMMARY]
         assert "passed the gate; it serves and is known-good" in summary, summary
         assert "known-good  dflash-bs16-" in summary, summary
         assert "(was dflash-bs8-" in summary, summary

@@ -41,14 +41,14 @@ def test_the_readme_command_does_what_the_readme_says(entry, tmp_path):
         envvars={"ANSIBLE_CONFIG": str(PROJECT / "ansible.cfg")},
         quiet=True,
     )
-    failures = [(e.get("event_data", {}).get("task"), e["event_data"]["res"].get("msg"))
+    failures = [(e["event_data"].get("task"), e["event_data"]["res"].get("msg"))
                 for e in run.events if e["event"] in ("runner_on_failed", "runner_on_unreachable")
-                and not e.get("event_data", {}).get("ignore_errors")]
+                and not e["event_data"].get("ignore_errors")]
     expected = entry.detail
     assert run.status == expected["status"], (run.status, failures)
     if "message" in expected:
         assert any(expected["message"] in (msg or "") for _task, msg in failures), failures
     if "changed" in expected:
-        changed = [e.get("event_data", {}).get("task") for e in run.events
+        changed = [e["event_data"].get("task") for e in run.events
                    if e["event"] == "runner_on_ok" and e["event_data"]["res"].get("changed")]
         assert len(changed) == expected["changed"], changed

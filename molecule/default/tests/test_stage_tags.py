@@ -40,11 +40,11 @@ def test_one_stage_alone_runs_with_the_facts_it_needs_and_changes_nothing(stage,
         envvars={"ANSIBLE_CONFIG": str(PROJECT / "ansible.cfg")},
         quiet=True,
     )
-    failures = [(e.get("event_data", {}).get("task"), e["event_data"]["res"].get("msg"))
+    failures = [(e["event_data"].get("task"), e["event_data"]["res"].get("msg"))
                 for e in run.events if e["event"] in ("runner_on_failed", "runner_on_unreachable")]
     assert run.status == "successful", failures
     # Nothing on the host; the run's own rollout report on the controller says it changed (scripts/run_changes.py).
     assert host_changes(run.events) == []
     assert report_writes(run.events)
-    ran = {e.get("event_data", {}).get("role") for e in run.events if e["event"] == "runner_on_ok"}
+    ran = {e["event_data"].get("role") for e in run.events if e["event"] == "runner_on_ok"}
     assert stage in ran, f"no task of {stage} ran under --tags {stage}"

@@ -49,9 +49,9 @@ def _pointer(host, name: str) -> str:
 
 
 def _failures(run: ansible_runner.Runner) -> list:
-    return [(e.get("event_data", {}).get("task"), e["event_data"]["res"].get("msg"))
+    return [(e["event_data"].get("task"), e["event_data"]["res"].get("msg"))
             for e in run.events if e["event"] in ("runner_on_failed", "runner_on_unreachable")
-            and not e.get("event_data", {}).get("ignore_errors")]  # fmt: skip
+            and not e["event_data"].get("ignore_errors")]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +134,7 @@ def test_the_block_16_drafter_was_fetched_before_the_first_launch(host, sweep):
     launches = [
         i
         for i, e in enumerate(events)
-        if e["event"] == "runner_on_ok" and (e.get("event_data", {}).get("task") or "").startswith(LAUNCH)
+        if e["event"] == "runner_on_ok" and (e["event_data"].get("task") or "").startswith(LAUNCH)
     ]
     assert published, "the weights stage published specgate_weights"
     assert len(launches) == 3, launches
@@ -158,7 +158,7 @@ def test_the_crashed_last_point_is_recorded_failed_with_its_reason(sweep):
     assert [line.split(" | ", 1)[0] for line in table] == ["| dflash-bs8", "| dflash-bs16", "| dflash-bs16-crash"]
     assert "FAULT_CRASH_DURING_LOAD" in markdown.split("## Failed", 1)[1].split("\n## ", 1)[0]
     (summary,) = [e["event_data"]["res"]["msg"] for e in events
-                  if e["event"] == "runner_on_ok" and e.get("event_data", {}).get("task") == SUMMARY]  # fmt: skip
+                  if e["event"] == "runner_on_ok" and e["event_data"].get("task") == SUMMARY]  # fmt: skip
     assert "2 of 3 config(s) measured, failed: dflash-bs16-crash" in summary, summary
     assert "(known-good)\n" in summary, summary
     assert "(unchanged)" in summary, summary

@@ -93,7 +93,7 @@ def the_report(tmp_path: Path) -> dict:
 
 def failure_messages(run: ansible_runner.Runner) -> list[str]:
     return [
-        str(e.get("event_data", {}).get("res", {}).get("msg", ""))
+        str(e["event_data"].get("res", {}).get("msg", ""))
         for e in run.events
         if e.get("event") == "runner_on_failed"
     ]
@@ -104,7 +104,7 @@ def hosts_that_ran(run: ansible_runner.Runner, task_prefix: str) -> list[str]:
     return [
         e["event_data"]["host"]
         for e in run.events
-        if e.get("event") == "runner_on_ok" and e.get("event_data", {}).get("task", "").startswith(task_prefix)
+        if e.get("event") == "runner_on_ok" and e["event_data"].get("task", "").startswith(task_prefix)
     ]
 
 
@@ -286,7 +286,7 @@ def test_a_passing_configuration_reaches_the_fleet_one_batch_at_a_time_without_a
     assert left == ["specgate-fleet-a", "specgate-fleet-b"]
     assert back == left
     order = [
-        (e["event_data"]["host"], e.get("event_data", {}).get("task", ""))
+        (e["event_data"]["host"], e["event_data"].get("task", ""))
         for e in run.events
         if e.get("event") == "runner_on_ok"
     ]
@@ -324,7 +324,7 @@ def test_a_passing_configuration_reaches_the_fleet_one_batch_at_a_time_without_a
     (picture,) = (tmp_path / "reports").glob("*/timeline.png")
     assert picture.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     drawn = [e["event_data"]["res"] for e in run.events if e.get("event") == "runner_on_ok"
-             and e.get("event_data", {}).get("task", "").startswith("Draw timeline.png")][-1]
+             and e["event_data"].get("task", "").startswith("Draw timeline.png")][-1]
     assert (drawn["source"], drawn["note"]) == ("prometheus", ""), drawn
     assert min(drawn["samples"].values()) > 0, drawn
     # A rollout that went as planned fires no alert (the fleet's windows are 8 s: host_vars/specgate-fleet-lb.yml);

@@ -70,7 +70,7 @@ def deploy(tmp_path: Path, extravars: dict | None = None, limit: str = "fleet_pa
 
 
 def failure_messages(run: ansible_runner.Runner) -> str:
-    return " ".join(str(e.get("event_data", {}).get("res", {}).get("msg", ""))
+    return " ".join(str(e["event_data"].get("res", {}).get("msg", ""))
                     for e in run.events if e.get("event") == "runner_on_failed")
 
 
@@ -129,7 +129,7 @@ def test_a_two_node_deployment_comes_up_gated_on_rank_0_and_promoted_on_both(dep
     assert gate["action"] == "promote"
     # Rank 0 was stopped before the follower, and the gated launch opened once both joined.
     stops = [e["event_data"]["host"] for e in run.events if e.get("event") == "runner_on_ok"
-             and e.get("event_data", {}).get("task", "").startswith(("Stop rank 0 first", "Stop the followers"))]
+             and e["event_data"].get("task", "").startswith(("Stop rank 0 first", "Stop the followers"))]
     assert stops == [RANK0, RANK1]
     journal = host(RANK0).run("journalctl -u sglang --no-pager -o cat").stdout
     assert "Gated launch control server started on 127.0.0.1:36030" in journal
@@ -193,7 +193,7 @@ def test_rollback_restarts_the_whole_group_when_one_node_is_down(deployed, tmp_p
     )
     assert run.status == "successful", failure_messages(run)
     stops = [e["event_data"]["host"] for e in run.events if e.get("event") == "runner_on_ok"
-             and e.get("event_data", {}).get("task", "").startswith(("Stop rank 0 first", "Stop the followers"))]
+             and e["event_data"].get("task", "").startswith(("Stop rank 0 first", "Stop the followers"))]
     assert stops == [RANK0, RANK1]
     assert pointers(RANK0) == pointers(RANK1) == (release, release)
     assert serves(f"http://127.0.0.1:{PORT}")["nnodes"] == 2

@@ -45,17 +45,17 @@ def deploy(private: Path, patches: list[dict], **extra) -> ansible_runner.Runner
 
 def failures(run: ansible_runner.Runner) -> list:
     return [
-        (e.get("event_data", {}).get("task"), e.get("event_data", {}).get("res", {}).get("msg"))
+        (e["event_data"].get("task"), e["event_data"].get("res", {}).get("msg"))
         for e in run.events
-        if e.get("event") == "runner_on_failed" and not e.get("event_data", {}).get("ignore_errors")
+        if e.get("event") == "runner_on_failed" and not e["event_data"].get("ignore_errors")
     ]
 
 
 def changed_tasks(run: ansible_runner.Runner) -> list[str]:
     return [
-        e.get("event_data", {}).get("task", "")
+        e["event_data"].get("task", "")
         for e in run.events
-        if e.get("event") == "runner_on_ok" and e.get("event_data", {}).get("res", {}).get("changed")
+        if e.get("event") == "runner_on_ok" and e["event_data"].get("res", {}).get("changed")
     ]
 
 

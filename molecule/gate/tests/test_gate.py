@@ -51,7 +51,7 @@ def converge(tmp_path: Path, knobs: dict[str, str]) -> ansible_runner.Runner:
 
 def failed_tasks(run: ansible_runner.Runner) -> list[tuple[str, dict]]:
     return [
-        (e.get("event_data", {}).get("task", ""), e.get("event_data", {}).get("res", {}))
+        (e["event_data"].get("task", ""), e["event_data"].get("res", {}))
         for e in run.events
         if e.get("event") == "runner_on_failed"
     ]

@@ -74,7 +74,7 @@ def sweep(tmp_path_factory):
 def summary_block(run: ansible_runner.Runner) -> str:
     """The run's end-of-run block, its label column's padding folded to one space."""
     (block,) = [e["event_data"]["res"]["msg"] for e in run.events if e["event"] == "runner_on_ok"
-                and e.get("event_data", {}).get("task") == "Summary - what this run left on the host"]  # fmt: skip
+                and e["event_data"].get("task") == "Summary - what this run left on the host"]  # fmt: skip
     return "\n".join(" ".join(line.split()) for line in block.splitlines())
 
 
@@ -321,7 +321,7 @@ def test_a_sweep_that_measured_no_point_fails_saying_why_and_known_good_serves(h
     assert f"serving {known_good} (known-good)" in summary
     assert f"known-good {known_good} (unchanged)" in summary
     assert "reason The sweep nothing measured none of its 2 points" in summary
-    every_message = " ".join(str(e.get("event_data", {}).get("res", {}).get("msg", "")) for e in run.events
+    every_message = " ".join(str(e["event_data"].get("res", {}).get("msg", "")) for e in run.events
                              if e["event"] in ("runner_on_ok", "runner_on_failed"))  # fmt: skip
     assert every_message.count("Fix the points (spec_sweep_grid or spec_sweep_configs)") == 1, "one paragraph"
 

@@ -38,7 +38,7 @@ def tasks(run: ansible_runner.Runner, event: str, changed: bool | None = None) -
 
 def stage_result(run: ansible_runner.Runner, role: str) -> dict:
     (result,) = [e["event_data"]["res"] for e in run.events if e["event"] == "runner_on_ok"
-                 and e.get("event_data", {}).get("role") == role and e["event_data"]["task"].startswith("Ask whether")]
+                 and e["event_data"].get("role") == role and e["event_data"]["task"].startswith("Ask whether")]
     return result
 
 

@@ -33,9 +33,10 @@ MATRIX = {
     "spec_gate_bench_eval": False,
     "spec_gate_min_accept_length": None,
     "spec_gate_min_correctness": None,
-    # Wide enough for a 2-core machine at load 8 (the same server measured twice differs by up to ~15 % there), narrow
-    # enough that the cases' stored references (1.5x and 10x the live speed: ratios 0.67 and 0.1) still fail it.
-    "spec_gate_max_regression": 0.25,
+    # Wide enough for a 2-core machine running the whole suite (the same server measured twice, minutes apart, differed
+    # by over 25 % there), narrow enough that the cases' stored references (3x and 10x the live speed: ratios 0.33 and
+    # 0.1) still fail it.
+    "spec_gate_max_regression": 0.5,
     "spec_gate_regression_cell": CELL,
     "spec_gate_runs": 2,
     "spec_gate_max_runs": 4,
@@ -114,9 +115,9 @@ def regression(gate: dict) -> dict:
 
 def test_identical_candidate_is_compared_with_known_good_measured_before_the_switch(tmp_path, sim, known_good_gate):
     base = layout(tmp_path, sim.port, active="kg", known_good="kg")
-    # Known-good's stored numbers were measured at another time, 1.5x faster (an idle machine): against them,
-    # the same server looks a third slower. Measured now, it is the same speed.
-    store_known_good_gate(base, known_good_gate, speedup=1.5)
+    # Known-good's stored numbers were measured at another time, 3x faster (an idle machine): against them, the same
+    # server looks two thirds slower. Measured now, it is the same speed, within a busy machine's noise.
+    store_known_good_gate(base, known_good_gate, speedup=3.0)
     run = play(tmp_path, "cand", ["reference", "main"], host_vars(tmp_path, base, sim, "cand", "kg"))
     assert run.status == "successful", run.failed_tasks()
     gate = json.loads((base / "releases" / "cand" / "gate.json").read_text())
@@ -126,7 +127,7 @@ def test_identical_candidate_is_compared_with_known_good_measured_before_the_swi
     assert len(reference["runs"]) == MATRIX["spec_gate_max_runs"]
     m = regression(gate)
     assert m["phase"] == "Successful", m
-    assert 0.8 < m["interval"]["mean"] < 1.25
+    assert 0.6 < m["interval"]["mean"] < 1.67
     print(f"identical candidate, measured now: ratio {m['interval']['mean']:.3f} "
           f"CI {m['interval']['low']:.3f}-{m['interval']['high']:.3f} ({m['reason']})")
     assert gate["action"] == "promote"

@@ -29,6 +29,10 @@ PROJECT_DIR = str(Path(__file__).resolve().parents[6])
 
 
 class VarsModule(BaseVarsPlugin):
+    # One instance serves every call: without it ansible-core loads the plugin, and parses its DOCUMENTATION, again each
+    # time it gathers a host's variables (a few times per task).
+    is_stateless = True
+
     def get_vars(self, loader, path, entities, cache=True):
         super().get_vars(loader, path, entities)
         entities = entities if isinstance(entities, list) else [entities]

@@ -12,11 +12,17 @@ Each round is `ansible-playbook deploy.yml` through ansible-runner with a config
    may take out only as many replicas as sglang_router_min_healthy_workers spares; --batch-min-healthy sets that
    floor for this round (default 0: the round measures the batch's wall time, its requests are not counted).
 
+The three rounds are repeated --repeats times (default 3; each repetition's ratios divide by its own one-replica
+time), and each figure is printed as its median with the min and max, beside the rollout's cost per replica (its
+wall time over the replicas). Every round's row, the ratios and the summary are kept under --reports-dir (default
+reports/fleet-bench/<UTC time>.json and .md), so a figure outlives the terminal it was printed in.
+
 On the molecule fleet (two replicas behind sglang-router 0.3.2, the sim as engine):
 
     .venv/bin/molecule converge -s fleet
     .venv/bin/python scripts/bench_fleet_rollout.py \\
-        -i ~/.cache/molecule/specgate/fleet/inventory/ansible_inventory.yml --router http://127.0.0.1:36050 \\
+        -i "$(ls -td ~/.ansible/tmp/molecule.*.fleet | head -1)/inventory/ansible_inventory.yml" \\
+        --router http://127.0.0.1:36050 \\
         --api-key sk-specgate-demo --config '{"demo_host_manage_container": false, "spec_gate_max_regression": 0.5,
         "sglang_service_extra_env": {"SPECGATE_SIM_LOAD_SECONDS": "2", "SPECGATE_SIM_TIME_SCALE": "0.2",
         "SPECGATE_SIM_SEED": "{round}"}}'
@@ -33,12 +39,16 @@ engine environment variable so each round is a new release), -i your inventory, 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
+import os
+import statistics
 import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import ansible_runner
@@ -66,15 +76,66 @@ def fill(template: str, round_no: int) -> dict:
     return value
 
 
-def ratio_line(name: str, wall_s: float, hosts: int, single_s: float) -> str:
-    ratio = wall_s / (hosts * single_s)
-    return f"{name}: {wall_s:.1f} s over {hosts} replicas = {ratio:.2f} x ({hosts} x {single_s:.1f} s one replica)"
+@dataclass
+class Repetition:
+    """One repetition's three rounds: one replica alone, serial 1, the batches."""
+
+    single: Round
+    serial: Round
+    batched: Round
+
+    def rounds(self) -> list[Round]:
+        return [self.single, self.serial, self.batched]
+
+
+def spread(values: Sequence[float]) -> tuple[float, float, float]:
+    """min, median, max."""
+    return min(values), statistics.median(values), max(values)
+
+
+def spread_text(values: Sequence[float], unit: str) -> str:
+    low, middle, high = spread(values)
+    return f"{middle:.2f}{unit} median (min {low:.2f}{unit}, max {high:.2f}{unit})"
+
+
+def ratio(rollout: Round, single: Round) -> float:
+    """A rollout's wall time over the replicas it rolled, each at one replica's reconfigure time."""
+    return rollout.wall_s / (len(rollout.hosts) * single.wall_s)
+
+
+def ratio_lines(reps: Sequence[Repetition]) -> list[str]:
+    """Per rollout kind: its ratio's median, min and max over the repetitions, and its cost per replica."""
+    hosts = len(reps[0].serial.hosts)
+    lines = [f"one replica ({reps[0].single.hosts[0]}): {spread_text([r.single.wall_s for r in reps], ' s')}"]
+    for name, pick in (("serial 1", lambda r: r.serial), (reps[0].batched.name, lambda r: r.batched)):
+        lines.append(
+            f"{name}: rollout / ({hosts} x one replica) = {spread_text([ratio(pick(r), r.single) for r in reps], '')};"
+            f" per replica {spread_text([pick(r).wall_s / hosts for r in reps], ' s')}"
+        )
+    return lines
 
 
 def success_line(ok: int, failed: int) -> str:
     total = ok + failed
     share = 100.0 * ok / total if total else 0.0
-    return f"requests through the router during the serial-1 rollout: {ok}/{total} succeeded ({share:.2f} %)"
+    return f"requests through the router during the serial-1 rollouts: {ok}/{total} succeeded ({share:.2f} %)"
+
+
+def write_reports(directory: Path, stamp: str, reps: Sequence[Repetition], lines: Sequence[str], *, ok: int,
+                  failed: Sequence[str]) -> list[Path]:
+    """The run kept: every round's row, the ratios per repetition and the printed summary, as JSON and markdown."""
+    directory.mkdir(parents=True, exist_ok=True)
+    rows = [{"repetition": number, **asdict(rnd)} for number, rep in enumerate(reps, 1) for rnd in rep.rounds()]
+    ratios = [{"repetition": number, "serial1": ratio(rep.serial, rep.single),
+               "batches": ratio(rep.batched, rep.single)} for number, rep in enumerate(reps, 1)]  # fmt: skip
+    json_path, md_path = directory / f"{stamp}.json", directory / f"{stamp}.md"
+    json_path.write_text(json.dumps({"rows": rows, "ratios": ratios, "summary": list(lines), "requests_ok": ok,
+                                     "requests_failed": list(failed)}, indent=2) + "\n")  # fmt: skip
+    table = ["| repetition | round | replicas | wall s | status | promoted |", "|---|---|---|---|---|---|"]
+    table += [f"| {row['repetition']} | {row['name']} | {len(row['hosts'])} | {row['wall_s']:.1f} | {row['status']} | "
+              f"{', '.join(row['promoted']) or '-'} |" for row in rows]
+    md_path.write_text("\n".join([f"# Fleet rollout benchmark, {stamp}", "", *lines, "", *table, ""]))
+    return [json_path, md_path]
 
 
 class Client:
@@ -156,8 +217,13 @@ def deploy(inventory: str, extravars: dict, limit: str | None, name: str, hosts:
 
 
 def inventory_groups(inventory: str) -> dict[str, list[str]]:
+    # The project's ansible.cfg, and its collections loaded, as ansible-playbook would: its vars plugin is one of them.
+    os.environ.setdefault("ANSIBLE_CONFIG", str(ROOT / "ansible.cfg"))
     from ansible.inventory.manager import InventoryManager
     from ansible.parsing.dataloader import DataLoader
+    from ansible.plugins.loader import init_plugin_loader
+
+    init_plugin_loader()
 
     manager = InventoryManager(loader=DataLoader(), sources=[inventory])
     return {name: [h.name for h in group.get_hosts()] for name, group in manager.groups.items()}
@@ -180,8 +246,12 @@ def main() -> int:
                         help="the first round's number (rounds count up from it)")
     parser.add_argument("--concurrency", type=int, default=8, help="the client's requests in flight at once")
     parser.add_argument("--max-new-tokens", type=int, default=3500, help="each request's output length")
-    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--repeats", type=int, default=3, help="repetitions of the three rounds (at least 1)")
+    parser.add_argument("--reports-dir", type=Path, default=ROOT / "reports" / "fleet-bench",
+                        help="where the run's rows, ratios and summary are kept")
     args = parser.parse_args()
+    if args.repeats < 1:
+        raise SystemExit("--repeats must be at least 1")
 
     groups = inventory_groups(args.inventory)
     replicas = groups.get(args.group, [])
@@ -189,48 +259,46 @@ def main() -> int:
         raise SystemExit(f"group {args.group} of {args.inventory} has no hosts: pass --group with the replicas' group")
     router_host = args.router_host or next(iter(groups.get("sglang_routers", [])), "")
     limit_one = ",".join([replicas[0]] + ([router_host] if router_host else []))
-    round_no = args.first_round
+    batch_serial = json.loads(args.batches)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
     print(f"fleet: {len(replicas)} replicas ({', '.join(replicas)}), router {args.router}", flush=True)
-    single = deploy(args.inventory, fill(args.config, round_no), limit_one, "one replica", [replicas[0]])
-    print(f"one replica ({replicas[0]}): {single.wall_s:.1f} s, {single.status}", flush=True)
-
-    with Client(args.router, args.api_key, concurrency=args.concurrency, max_new_tokens=args.max_new_tokens) as client:
-        serial = deploy(args.inventory, {**fill(args.config, round_no + 1), "fleet_rollout_serial": [1]}, None,
-                        "serial 1", replicas)
-        time.sleep(3)  # requests keep flowing after the last replica is back
-    print(f"serial 1: {serial.wall_s:.1f} s, {serial.status}", flush=True)
-
-    batch_serial = json.loads(args.batches)
-    batched = deploy(args.inventory, {**fill(args.config, round_no + 2), "fleet_rollout_serial": batch_serial,
-                                      "sglang_router_min_healthy_workers": args.batch_min_healthy},
-                     None, f"batches {batch_serial}", replicas)
-    print(f"batches {batch_serial}: {batched.wall_s:.1f} s, {batched.status}", flush=True)
+    reps: list[Repetition] = []
+    answered_ok, failed_requests = 0, []
+    for repetition in range(args.repeats):
+        round_no = args.first_round + 3 * repetition
+        single = deploy(args.inventory, fill(args.config, round_no), limit_one, "one replica", [replicas[0]])
+        print(f"[{repetition + 1}/{args.repeats}] one replica: {single.wall_s:.1f} s, {single.status}", flush=True)
+        # Requests through the router during the serial rounds only: a batch may take every replica out at once.
+        with Client(args.router, args.api_key, concurrency=args.concurrency,
+                    max_new_tokens=args.max_new_tokens) as client:
+            serial = deploy(args.inventory, {**fill(args.config, round_no + 1), "fleet_rollout_serial": [1]}, None,
+                            "serial 1", replicas)
+            time.sleep(3)  # requests keep flowing after the last replica is back
+        answered_ok, failed_requests = answered_ok + client.ok, failed_requests + client.failed
+        print(f"[{repetition + 1}/{args.repeats}] serial 1: {serial.wall_s:.1f} s, {serial.status}", flush=True)
+        batched = deploy(args.inventory, {**fill(args.config, round_no + 2), "fleet_rollout_serial": batch_serial,
+                                          "sglang_router_min_healthy_workers": args.batch_min_healthy},
+                         None, f"batches {json.dumps(batch_serial)}", replicas)
+        print(f"[{repetition + 1}/{args.repeats}] {batched.name}: {batched.wall_s:.1f} s, {batched.status}",
+              flush=True)
+        reps.append(Repetition(single, serial, batched))
 
     print()
-    rounds = [single, serial, batched]
-    bad = [r for r in rounds if r.status != "successful" or set(r.promoted) != set(r.hosts)]
+    bad = [r for rep in reps for r in rep.rounds() if r.status != "successful" or set(r.promoted) != set(r.hosts)]
     for r in bad:
         print(f"NOT COMPARABLE: round '{r.name}' ended {r.status} with {r.promoted or 'no replica'} promoted "
               f"(wanted {r.hosts})")
-    print(ratio_line("serial 1", serial.wall_s, len(replicas), single.wall_s))
-    print(ratio_line(f"batches {batch_serial}", batched.wall_s, len(replicas), single.wall_s))
-    print(success_line(client.ok, len(client.failed)))
-    for replica, (in_flight, drained_s) in serial.leaves.items():
-        print(f"  {replica} left the router with {in_flight} request(s) in flight, drained in {drained_s} s")
-    for failure in client.failed[:5]:
+    lines = [*ratio_lines(reps), success_line(answered_ok, len(failed_requests))]
+    print("\n".join(lines))
+    for rep in reps:
+        for replica, (in_flight, drained_s) in rep.serial.leaves.items():
+            print(f"  {replica} left the router with {in_flight} request(s) in flight, drained in {drained_s} s")
+    for failure in failed_requests[:5]:
         print(f"  failed request: {failure}")
-    if args.json:
-        args.json.write_text(json.dumps({
-            "replicas": replicas, "single_s": single.wall_s, "serial1_s": serial.wall_s,
-            "batches": batch_serial, "batches_s": batched.wall_s,
-            "serial1_ratio": serial.wall_s / (len(replicas) * single.wall_s),
-            "batches_ratio": batched.wall_s / (len(replicas) * single.wall_s),
-            "requests_ok": client.ok, "requests_failed": len(client.failed),
-            "serial1_leaves": {replica: {"in_flight": in_flight, "drained_s": drained_s}
-                               for replica, (in_flight, drained_s) in serial.leaves.items()},
-        }, indent=2) + "\n")
-    return 1 if bad or client.failed else 0
+    for path in write_reports(args.reports_dir, stamp, reps, lines, ok=answered_ok, failed=failed_requests):
+        print(f"kept: {path}")
+    return 1 if bad or failed_requests else 0
 
 
 if __name__ == "__main__":

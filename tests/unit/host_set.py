@@ -16,6 +16,7 @@ UNIT = Path(__file__).resolve().parent
 # `pytestmark = pytest.mark.host` (alone or in a list); test_host_code.py holds both to that.
 CONTROLLER_ONLY = {
     "test_bench_noop_redeploy": "scripts/bench_noop_redeploy.py runs on the controller (ansible-runner)",
+    "test_bench_fleet_rollout": "scripts/bench_fleet_rollout.py runs on the controller (ansible-runner)",
     "test_build_wheelhouse": "scripts/build_wheelhouse.py builds the hosts' wheelhouses on the controller",
     "test_converged_image": "scripts/converged_image.py builds the test bed's snapshot on the controller",
     "test_debian_mirror": "scripts/debian_mirror.py runs on the controller",

@@ -1,8 +1,11 @@
-"""Each deployment setting is declared once, in sglang_service's meta/argument_specs.yml: the renderer's key and
-type tables, the role's deployment mapping (vars/main.yml) and its defaults are held equal to it here."""
+"""Each deployment setting is declared once, in sglang_service's meta/argument_specs.yml: the renderer's key and type
+table is generated from the role (scripts/gen_deployment_schema.py), so nothing here holds copies equal. What is
+tested is what the table means: a type changed in the role is the renderer's type, and a value as the command line
+passes it renders as its type; the generator refuses a role that does not make a schema, naming what is missing."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -10,32 +13,73 @@ import yaml
 from ansible.module_utils.specgate.service.sglang_flags import (
     DEPLOYMENT_KEYS,
     DEPLOYMENT_TYPES,
-    VAR_PREFIX,
     engine_env,
     server_config,
 )
+from script_loader import load_script
 
 ROLE = Path(__file__).resolve().parents[2] / "roles" / "sglang_service"
-OPTIONS = yaml.safe_load((ROLE / "meta" / "argument_specs.yml").read_text())["argument_specs"]["main"]["options"]
-DEPLOYMENT_MAPPING = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())["_sglang_service_deployment_vars"]
-DEFAULTS = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
 
 
-def test_the_renderer_knows_each_key_once_and_types_every_one():
-    assert len(set(DEPLOYMENT_KEYS)) == len(DEPLOYMENT_KEYS)
-    assert list(DEPLOYMENT_TYPES) == list(DEPLOYMENT_KEYS)
+@pytest.fixture(scope="module")
+def gen():
+    return load_script("gen_deployment_schema")
 
 
-@pytest.mark.parametrize("key", DEPLOYMENT_KEYS)
-def test_each_deployment_key_has_its_variable_typed_as_the_renderer_reads_it(key):
-    option = OPTIONS.get(VAR_PREFIX + key)
-    assert option is not None, f"argument_specs declare no {VAR_PREFIX}{key}"
-    assert option["type"] == DEPLOYMENT_TYPES[key], f"{VAR_PREFIX}{key}: argument_specs and the renderer disagree"
-    assert VAR_PREFIX + key in DEFAULTS
+def _role_copy(tmp_path: Path) -> Path:
+    role = tmp_path / "sglang_service"
+    for part in ("meta", "vars"):
+        shutil.copytree(ROLE / part, role / part)
+    return role
 
 
-def test_the_role_passes_exactly_the_renderer_keys():
-    assert list(DEPLOYMENT_MAPPING) == list(DEPLOYMENT_KEYS)
+def _edit(path: Path, change) -> None:
+    data = yaml.safe_load(path.read_text())
+    change(data)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def test_the_renderer_reads_the_table_the_role_makes(gen):
+    assert gen.schema_text() == gen.SCHEMA.read_text(), "run scripts/gen_deployment_schema.py"
+    assert list(DEPLOYMENT_KEYS) == list(DEPLOYMENT_TYPES)
+
+
+def test_a_type_changed_in_argument_specs_is_the_renderers_type_and_the_mappings_order_is_the_render_order(
+    gen, tmp_path
+):
+    role = _role_copy(tmp_path)
+
+    def retype(data: dict) -> None:
+        data["argument_specs"]["main"]["options"]["sglang_service_block_size"]["type"] = "str"
+
+    def reorder(data: dict) -> None:
+        mapping = data["_sglang_service_deployment_vars"]
+        data["_sglang_service_deployment_vars"] = {"port": mapping.pop("port"), **mapping}
+
+    _edit(role / "meta" / "argument_specs.yml", retype)
+    _edit(role / "vars" / "main.yml", reorder)
+    text = gen.schema_text(role)
+    assert '    "block_size": "str",\n' in text
+    assert text.index('"port"') < text.index('"model_path"')
+
+
+@pytest.mark.parametrize(
+    ("change", "names"),
+    [
+        (lambda specs, role_vars: role_vars["_sglang_service_deployment_vars"].update(block_sise="{{ x }}"),
+         "sglang_service_block_sise"),
+        (lambda specs, role_vars: specs["argument_specs"]["main"]["options"]["sglang_service_port"].pop("type"),
+         "sglang_service_port has no type"),
+        (lambda specs, role_vars: role_vars.pop("_sglang_service_deployment_vars"), "_sglang_service_deployment_vars"),
+    ],
+    ids=["key-without-variable", "variable-without-type", "no-mapping"],
+)
+def test_a_role_that_makes_no_schema_is_refused_naming_what_is_missing(gen, change, names):
+    specs = yaml.safe_load((ROLE / "meta" / "argument_specs.yml").read_text())
+    role_vars = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
+    change(specs, role_vars)
+    with pytest.raises(gen.SchemaError, match=names):
+        gen.deployment_types(specs, role_vars)
 
 
 @pytest.mark.parametrize(

@@ -28,49 +28,14 @@ from ansible.module_utils.specgate.common.engine import (
     human_readable_int,
     parse_sglang_version,
 )
+from ansible.module_utils.specgate.service.deployment_schema import DEPLOYMENT_TYPES
 
 VAR_PREFIX = "sglang_service_"
 
-# Deployment keys, in the order their flags are rendered (a stable order keeps the release hash stable).
-DEPLOYMENT_KEYS = (
-    "model_path",
-    "served_model_name",
-    "host",
-    "port",
-    "algorithm",
-    "drafter_path",
-    "drafter_revision",
-    "block_size",
-    "ddtree_budget",
-    "ddtree_topk",
-    "draft_window",
-    "num_steps",
-    "eagle_topk",
-    "num_draft_tokens",
-    "tp_size",
-    "ep_size",
-    "pp_size",
-    "dp_size",
-    "attn_dp_size",
-    "enable_dp_lm_head",
-    "moe_a2a_backend",
-    "attention_backend",
-    "draft_attention_backend",
-    "cuda_graph",
-    "cuda_graph_max_bs",
-    "context_length",
-    "mem_fraction_static",
-    "max_running_requests",
-    "chunked_prefill_size",
-    "kv_cache_dtype",
-    "sampling_backend",
-    "enable_metrics",
-    "trust_remote_code",
-    "tool_call_parser",
-    "reasoning_parser",
-    "random_seed",
-    "extra_args",
-)
+# Deployment keys, in the order their flags are rendered (a stable order keeps the release hash stable), and each key's
+# type as the sglang_service role's meta/argument_specs.yml declares its variable: deployment_schema.py is generated
+# from the role (scripts/gen_deployment_schema.py), never restated here.
+DEPLOYMENT_KEYS = tuple(DEPLOYMENT_TYPES)
 
 ALGORITHMS = ("none", "DFLASH", "DDTREE", "EAGLE3", "NEXTN")
 DFLASH_FAMILY = ("DFLASH", "DDTREE")
@@ -114,50 +79,9 @@ _DIRECT = {
     "enable_dp_lm_head": "enable-dp-lm-head",
 }
 
-# Each deployment key's type, as the sglang_service role's meta/argument_specs.yml declares its variable
-# (tests/unit/test_sglang_flags_contract.py fails when the two differ). The renderer coerces with Ansible's own
-# type checks, as argument_specs do, so what preflight judged is what renders: `-e sglang_service_block_size=16`
-# arrives as the string "16" and renders as 16.
-DEPLOYMENT_TYPES = {
-    "model_path": "path",
-    "served_model_name": "str",
-    "host": "str",
-    "port": "int",
-    "algorithm": "str",
-    "drafter_path": "path",
-    "drafter_revision": "str",
-    "block_size": "int",
-    "ddtree_budget": "int",
-    "ddtree_topk": "int",
-    "draft_window": "int",
-    "num_steps": "int",
-    "eagle_topk": "int",
-    "num_draft_tokens": "int",
-    "tp_size": "int",
-    "ep_size": "int",
-    "pp_size": "int",
-    "dp_size": "int",
-    "attn_dp_size": "int",
-    "enable_dp_lm_head": "bool",
-    "moe_a2a_backend": "str",
-    "attention_backend": "str",
-    "draft_attention_backend": "str",
-    "cuda_graph": "bool",
-    "cuda_graph_max_bs": "int",
-    # An integer, or SGLang's short form (128k): read by SGLang's own rule, see human_readable_int.
-    "context_length": "raw",
-    "mem_fraction_static": "float",
-    "max_running_requests": "int",
-    "chunked_prefill_size": "int",
-    "kv_cache_dtype": "str",
-    "sampling_backend": "str",
-    "enable_metrics": "bool",
-    "trust_remote_code": "bool",
-    "tool_call_parser": "str",
-    "reasoning_parser": "str",
-    "random_seed": "int",
-    "extra_args": "dict",
-}
+# The renderer coerces each value with Ansible's own type checks, as argument_specs do, so what preflight judged is what
+# renders: `-e sglang_service_block_size=16` arrives as the string "16" and renders as 16. context_length's type is
+# raw: an integer, or SGLang's short form (128k), read by SGLang's own rule (see human_readable_int).
 _CHECKS: dict[str, Callable[[Any], Any]] = {
     "int": check_type_int,
     "bool": check_type_bool,

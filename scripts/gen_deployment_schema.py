@@ -63,10 +63,14 @@ def render(types: dict[str, str]) -> str:
     return HEADER + "".join(f"    {json.dumps(key)}: {json.dumps(kind)},\n" for key, kind in types.items()) + "}\n"
 
 
-def schema_text(role: Path = ROLE) -> str:
+def role_deployment_types(role: Path = ROLE) -> dict[str, str]:
     argument_specs = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())
     role_vars = yaml.safe_load((role / "vars" / "main.yml").read_text())
-    return render(deployment_types(argument_specs, role_vars))
+    return deployment_types(argument_specs, role_vars)
+
+
+def schema_text(role: Path = ROLE) -> str:
+    return render(role_deployment_types(role))
 
 
 def main() -> int:

@@ -86,12 +86,3 @@ def test_every_profile_and_preset_renders_for_every_supported_version(profile, p
     config = server_config(values, target)
     assert config["tp-size"] == 8
     assert config.get("speculative-dflash-block-size") == values["block_size"]
-
-
-def test_the_configs_readme_documents_exactly_the_deployment_variables():
-    """configs/README.md maps each deployment variable to its SGLang flag by hand; it may not drift from the
-    renderer's keys (declared in sglang_service's argument_specs, held equal by test_sglang_flags_contract)."""
-    text = (CONFIGS / "README.md").read_text()
-    documented = set(re.findall(r"^\| `(sglang_service_[a-z0-9_]+)` \|", text, flags=re.MULTILINE))
-    missing, extra = sorted(DEPLOYMENT_VARS - documented), sorted(documented - DEPLOYMENT_VARS)
-    assert documented == DEPLOYMENT_VARS, f"missing: {missing}, not a deployment variable: {extra}"

@@ -18,6 +18,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from generated_file import write_or_check
 from grafana_foundation_sdk.builders import dashboard, prometheus, timeseries
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models.dashboard import DataSourceRef, GridPos
@@ -98,13 +99,7 @@ def main() -> int:
     parser.add_argument("--check", action="store_true")
     args = parser.parse_args()
     text = render()
-    if args.check:
-        if not DASHBOARD.exists() or DASHBOARD.read_text() != text:
-            print(f"{DASHBOARD.relative_to(ROOT)} is out of date: run scripts/gen_dashboard.py", file=sys.stderr)
-            return 1
-        return 0
-    DASHBOARD.write_text(text)
-    return 0
+    return write_or_check(DASHBOARD, text, check=args.check, root=ROOT, script="scripts/gen_dashboard.py")
 
 
 if __name__ == "__main__":

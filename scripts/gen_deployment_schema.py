@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import yaml
+from generated_file import write_or_check
 
 ROOT = Path(__file__).resolve().parent.parent
 ROLE = ROOT / "roles" / "sglang_service"
@@ -82,13 +83,7 @@ def main() -> int:
     except SchemaError as error:
         print(f"scripts/gen_deployment_schema.py: {error}", file=sys.stderr)
         return 1
-    if args.check:
-        if not SCHEMA.exists() or SCHEMA.read_text() != text:
-            print(f"{SCHEMA.relative_to(ROOT)} is out of date: run scripts/gen_deployment_schema.py", file=sys.stderr)
-            return 1
-        return 0
-    SCHEMA.write_text(text)
-    return 0
+    return write_or_check(SCHEMA, text, check=args.check, root=ROOT, script="scripts/gen_deployment_schema.py")
 
 
 if __name__ == "__main__":

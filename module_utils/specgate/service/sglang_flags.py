@@ -316,6 +316,16 @@ def _extra_flags(extra: dict[str, Any], rendered: dict[str, Any]) -> dict[str, A
     return flags
 
 
+# Keys whose flags depend on other keys: each group renders where its first key stands in the render order, and its
+# other keys render with it (the drafter, block, tree and EAGLE knobs with the algorithm; the attention-DP width with
+# dp_size; the graph batch size with cuda_graph). extra_args renders last, after every flag it may not repeat.
+_GROUPS: dict[str, Callable[[dict[str, Any], SglangTarget], dict[str, Any]]] = {
+    "algorithm": _speculative_flags,
+    "dp_size": _parallel_flags,
+    "cuda_graph": _cuda_graph_flags,
+}
+
+
 def server_config(deployment: dict[str, Any], sglang_version: str) -> dict[str, Any]:
     """The `--config` YAML content for one SGLang version: flag names with dashes, typed values.
 
@@ -325,33 +335,12 @@ def server_config(deployment: dict[str, Any], sglang_version: str) -> dict[str, 
     values = _normalise(deployment)
     _check_speculative(values, target)
     config: dict[str, Any] = {}
-    for key in ("model_path", "served_model_name", "host", "port"):
-        if values[key] is not None:
-            config[_DIRECT[key]] = values[key]
-    config.update(_speculative_flags(values, target))
-    for key in ("tp_size", "ep_size", "pp_size"):
-        if values[key] is not None:
-            config[_DIRECT[key]] = values[key]
-    config.update(_parallel_flags(values, target))
-    for key in (
-        "enable_dp_lm_head",
-        "moe_a2a_backend",
-        "attention_backend",
-        "context_length",
-        "mem_fraction_static",
-        "max_running_requests",
-        "chunked_prefill_size",
-        "kv_cache_dtype",
-        "sampling_backend",
-        "enable_metrics",
-        "trust_remote_code",
-        "tool_call_parser",
-        "reasoning_parser",
-        "random_seed",
-    ):
-        if values[key] is not None:
-            config[_DIRECT[key]] = values[key]
-    config.update(_cuda_graph_flags(values, target))
+    for key in DEPLOYMENT_KEYS:  # the generated render order: the release's server.yaml lists its flags in it
+        if key in _DIRECT:
+            if values[key] is not None:
+                config[_DIRECT[key]] = values[key]
+        elif key in _GROUPS:
+            config.update(_GROUPS[key](values, target))
     config.update(_extra_flags(values["extra_args"], config))
     return config
 

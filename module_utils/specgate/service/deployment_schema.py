@@ -28,8 +28,6 @@ DEPLOYMENT_TYPES = {
     "moe_a2a_backend": "str",
     "attention_backend": "str",
     "draft_attention_backend": "str",
-    "cuda_graph": "bool",
-    "cuda_graph_max_bs": "int",
     "context_length": "raw",
     "mem_fraction_static": "float",
     "max_running_requests": "int",
@@ -41,5 +39,7 @@ DEPLOYMENT_TYPES = {
     "tool_call_parser": "str",
     "reasoning_parser": "str",
     "random_seed": "int",
+    "cuda_graph": "bool",
+    "cuda_graph_max_bs": "int",
     "extra_args": "dict",
 }

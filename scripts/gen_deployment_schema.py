@@ -2,10 +2,11 @@
 """Write the renderer's deployment schema (module_utils/specgate/service/deployment_schema.py) from the sglang_service
 role, so each deployment setting's type is stated once, in the role's meta/argument_specs.yml, and never restated.
 
-The keys, in the order their flags are rendered (the release id hashes the rendered config, so the order is kept), are
-those of the role's deployment mapping, `_sglang_service_deployment_vars` in vars/main.yml: the one place Ansible
-reads them to hand the renderer its values. Each key's type is its variable's (`sglang_service_<key>`) in the main
-entry point's options. The module is generated, not read at run time: the renderer also runs on the hosts
+The keys, in the order their flags are rendered (the order of a release's server.yaml and launch.yaml: a changed
+launch.yaml restarts the serving engine, so the order is kept), are those of the role's deployment mapping,
+`_sglang_service_deployment_vars` in vars/main.yml: the one place Ansible reads them to hand the renderer its values.
+Each key's type is its variable's (`sglang_service_<key>`) in the main entry point's options. The module is
+generated, not read at run time: the renderer also runs on the hosts
 (preflight_check), which have no role files.
 
     scripts/gen_deployment_schema.py           rewrite the module

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import yaml
 from gen_deployment_schema import PREFIX, role_deployment_types
+from generated_file import write_or_check
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "docs" / "variables.md"
@@ -84,16 +85,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--check", action="store_true")
     args = parser.parse_args()
-    stale = [path for path, wanted in targets() if path.read_text() != wanted]
-    if args.check:
-        for path in stale:
-            print(f"{path.relative_to(ROOT)}'s variable reference is out of date: run scripts/gen_variable_docs.py",
-                  file=sys.stderr)
-        return 1 if stale else 0
-    for path, wanted in targets():
-        path.write_text(wanted)
-    return 0
-
+    results = [write_or_check(path, wanted, check=args.check, root=ROOT, script="scripts/gen_variable_docs.py")
+               for path, wanted in targets()]  # fmt: skip
+    return max(results, default=0)
 
 if __name__ == "__main__":
     sys.exit(main())

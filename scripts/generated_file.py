@@ -1,4 +1,4 @@
-"""A file generated from others (the dashboard, the deployment schema): written, or checked (CI's --check)."""
+"""A file generated from others (docs, the dashboard, the deployment schema): written, or checked (CI's --check)."""
 
 from __future__ import annotations
 

@@ -32,9 +32,10 @@ from ansible.module_utils.specgate.service.deployment_schema import DEPLOYMENT_T
 
 VAR_PREFIX = "sglang_service_"
 
-# Deployment keys, in the order their flags are rendered (a stable order keeps the release hash stable), and each key's
-# type as the sglang_service role's meta/argument_specs.yml declares its variable: deployment_schema.py is generated
-# from the role (scripts/gen_deployment_schema.py), never restated here.
+# Deployment keys, in the order their flags are rendered (a stable order keeps a release's server.yaml and launch.yaml
+# the same from one specgate version to the next; the release id hashes sorted keys), and each key's type as the
+# sglang_service role's meta/argument_specs.yml declares its variable: deployment_schema.py is generated from the role
+# (scripts/gen_deployment_schema.py), never restated here.
 DEPLOYMENT_KEYS = tuple(DEPLOYMENT_TYPES)
 
 ALGORITHMS = ("none", "DFLASH", "DDTREE", "EAGLE3", "NEXTN")

@@ -8,7 +8,30 @@ import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.specgate.common.engine import SglangConfigError
 from ansible.module_utils.specgate.service.service_fit import fit_problems
-from ansible.module_utils.specgate.service.sglang_flags import deployment_values, engine_env, server_config
+from ansible.module_utils.specgate.service.sglang_flags import (
+    deployment_from,
+    deployment_values,
+    deployment_var_names,
+    engine_env,
+    server_config,
+)
+
+
+def sglang_deployment_var_names(defined: list[str]) -> list[str]:
+    """`{{ query('ansible.builtin.varnames', '^sglang_service_') | sglang_deployment_var_names }}` → the deployment's
+    variable names, in render order (an undefined one is named)."""
+    try:
+        return deployment_var_names(defined)
+    except SglangConfigError as error:
+        raise AnsibleFilterError(str(error)) from error
+
+
+def sglang_deployment_from(names: list[str], values: list[Any]) -> dict[str, Any]:
+    """`{{ names | sglang_deployment_from(query('ansible.builtin.vars', *names)) }}` → the deployment, key → value."""
+    try:
+        return deployment_from(names, values)
+    except SglangConfigError as error:
+        raise AnsibleFilterError(str(error)) from error
 
 
 def sglang_server_config(deployment: dict[str, Any], sglang_version: str) -> dict[str, Any]:
@@ -64,4 +87,6 @@ class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {"sglang_server_config": sglang_server_config, "sglang_engine_env": sglang_engine_env,
                 "sglang_config_refusal": sglang_config_refusal, "sglang_fit_refusal": sglang_fit_refusal,
-                "sglang_deployment_values": sglang_deployment_values}
+                "sglang_deployment_values": sglang_deployment_values,
+                "sglang_deployment_var_names": sglang_deployment_var_names,
+                "sglang_deployment_from": sglang_deployment_from}

@@ -36,6 +36,7 @@ CONTROLLER_ONLY = {
     "test_noop_rerun_reads": "reads playbooks/ and roles/ YAML",
     "test_readme_commands": "reads README.md and the tests' registry on the controller",
     "test_role_contracts": "reads roles/ YAML",
+    "test_settings_stated_once": "reads roles/ YAML and the project's Python source",
     "test_sglang_env_plan": "library/sglang_env_plan plans the venv on the controller (packaging reads its pins)",
     "test_sglang_config_filter": "a filter plugin: controller-side, needs ansible.errors",
     "test_sglang_release_filters": "a filter plugin: controller-side, needs ansible.errors",

@@ -9,7 +9,16 @@ from sglang_config import FilterModule
 
 def test_filters_are_registered_under_the_names_the_role_uses():
     assert set(FilterModule().filters()) == {"sglang_server_config", "sglang_engine_env", "sglang_config_refusal",
-                                             "sglang_fit_refusal", "sglang_deployment_values"}
+                                             "sglang_fit_refusal", "sglang_deployment_values",
+                                             "sglang_deployment_var_names", "sglang_deployment_from"}
+
+
+def test_a_lost_default_is_named_as_an_ansible_error():
+    filters = FilterModule().filters()
+    with pytest.raises(AnsibleFilterError, match=r"sglang_service_model_path.* undefined"):
+        filters["sglang_deployment_var_names"](["sglang_service_port"])
+    with pytest.raises(AnsibleFilterError, match="1 deployment variable names but 0 values"):
+        filters["sglang_deployment_from"](["sglang_service_port"], [])
 
 
 def test_the_fit_filter_names_each_misfit_and_the_values_filter_types_them():

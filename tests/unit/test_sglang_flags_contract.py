@@ -5,14 +5,16 @@ passes it renders as its type; the generator refuses a role that does not make a
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 import yaml
+from ansible.module_utils.specgate.common.engine import SglangConfigError
 from ansible.module_utils.specgate.service.sglang_flags import (
     DEPLOYMENT_KEYS,
     DEPLOYMENT_TYPES,
+    deployment_from,
+    deployment_var_names,
     engine_env,
     server_config,
 )
@@ -26,17 +28,8 @@ def gen():
     return load_script("gen_deployment_schema")
 
 
-def _role_copy(tmp_path: Path) -> Path:
-    role = tmp_path / "sglang_service"
-    for part in ("meta", "vars"):
-        shutil.copytree(ROLE / part, role / part)
-    return role
-
-
-def _edit(path: Path, change) -> None:
-    data = yaml.safe_load(path.read_text())
-    change(data)
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
+def _specs() -> dict:
+    return yaml.safe_load((ROLE / "meta" / "argument_specs.yml").read_text())
 
 
 def test_the_renderer_reads_the_table_the_role_makes(gen):
@@ -44,42 +37,69 @@ def test_the_renderer_reads_the_table_the_role_makes(gen):
     assert list(DEPLOYMENT_KEYS) == list(DEPLOYMENT_TYPES)
 
 
-def test_a_type_changed_in_argument_specs_is_the_renderers_type_and_the_mappings_order_is_the_render_order(
-    gen, tmp_path
-):
-    role = _role_copy(tmp_path)
-
-    def retype(data: dict) -> None:
-        data["argument_specs"]["main"]["options"]["sglang_service_block_size"]["type"] = "str"
-
-    def reorder(data: dict) -> None:
-        mapping = data["_sglang_service_deployment_vars"]
-        data["_sglang_service_deployment_vars"] = {"port": mapping.pop("port"), **mapping}
-
-    _edit(role / "meta" / "argument_specs.yml", retype)
-    _edit(role / "vars" / "main.yml", reorder)
-    text = gen.schema_text(role)
+def test_a_type_changed_in_argument_specs_is_the_renderers_type_and_the_entry_points_order_is_the_render_order(gen):
+    specs = _specs()
+    options = specs["argument_specs"]["deployment"]["options"]
+    options["sglang_service_block_size"]["type"] = "str"
+    specs["argument_specs"]["deployment"]["options"] = {"sglang_service_port": options.pop("sglang_service_port"),
+                                                        **options}
+    text = gen.render(gen.deployment_types(specs))
     assert '    "block_size": "str",\n' in text
     assert text.index('"port"') < text.index('"model_path"')
+
+
+def test_every_entry_point_that_renders_takes_the_deployment_settings_first_and_in_render_order():
+    entry_points = _specs()["argument_specs"]
+    keys = [f"sglang_service_{key}" for key in DEPLOYMENT_KEYS]
+    for name in ("main", "validate", "render", "candidate"):
+        assert list(entry_points[name]["options"])[: len(keys)] == keys, name
 
 
 @pytest.mark.parametrize(
     ("change", "names"),
     [
-        (lambda specs, role_vars: role_vars["_sglang_service_deployment_vars"].update(block_sise="{{ x }}"),
-         "sglang_service_block_sise"),
-        (lambda specs, role_vars: specs["argument_specs"]["main"]["options"]["sglang_service_port"].pop("type"),
-         "sglang_service_port has no type"),
-        (lambda specs, role_vars: role_vars.pop("_sglang_service_deployment_vars"), "_sglang_service_deployment_vars"),
+        (lambda options: options.update(block_size={"type": "int"}), "block_size is not named sglang_service_<key>"),
+        (lambda options: options["sglang_service_port"].pop("type"), "sglang_service_port has no type"),
+        (lambda options: options.clear(), "no deployment entry point with options"),
     ],
-    ids=["key-without-variable", "variable-without-type", "no-mapping"],
+    ids=["unprefixed-option", "variable-without-type", "no-options"],
 )
 def test_a_role_that_makes_no_schema_is_refused_naming_what_is_missing(gen, change, names):
-    specs = yaml.safe_load((ROLE / "meta" / "argument_specs.yml").read_text())
-    role_vars = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
-    change(specs, role_vars)
+    specs = _specs()
+    change(specs["argument_specs"]["deployment"]["options"])
     with pytest.raises(gen.SchemaError, match=names):
-        gen.deployment_types(specs, role_vars)
+        gen.deployment_types(specs)
+
+
+def test_the_deployment_is_read_from_its_variables_by_name_in_render_order():
+    names = deployment_var_names(["unrelated", *reversed([f"sglang_service_{key}" for key in DEPLOYMENT_KEYS])])
+    assert names == [f"sglang_service_{key}" for key in DEPLOYMENT_KEYS]
+    deployment = deployment_from(names, list(range(len(names))))
+    assert list(deployment) == list(DEPLOYMENT_KEYS)
+    assert deployment["block_size"] == DEPLOYMENT_KEYS.index("block_size")
+
+
+def test_a_deployment_variable_without_a_default_is_named():
+    defined = [f"sglang_service_{key}" for key in DEPLOYMENT_KEYS if key != "draft_window"]
+    with pytest.raises(SglangConfigError, match=r"sglang_service_draft_window undefined: .*defaults/main\.yml"):
+        deployment_var_names(defined)
+    with pytest.raises(SglangConfigError, match="2 deployment variable names but 1 values"):
+        deployment_from(["sglang_service_port", "sglang_service_host"], [1])
+
+
+def test_every_setting_outside_a_group_renders_as_its_own_flag_spelled_with_dashes():
+    """The one-to-one flags are derived from the keys: SGLang spells each as the key with dashes."""
+    deployment = {key: None for key in DEPLOYMENT_KEYS} | {
+        "model_path": "/m", "served_model_name": "m", "host": "h", "port": 1, "tp_size": 2, "ep_size": 2, "pp_size": 1,
+        "moe_a2a_backend": "deepep", "attention_backend": "triton", "context_length": 4096,
+        "mem_fraction_static": 0.8, "max_running_requests": 4, "chunked_prefill_size": 512, "kv_cache_dtype": "auto",
+        "sampling_backend": "pytorch", "enable_metrics": True, "trust_remote_code": True, "tool_call_parser": "kimi_k2",
+        "reasoning_parser": "kimi_k2", "random_seed": 1, "enable_dp_lm_head": True,
+    }
+    config = server_config(deployment, "0.5.23")
+    for key, value in deployment.items():
+        if value is not None:
+            assert config[key.replace("_", "-")] == value, key
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ Errors name the `sglang_service_*` variable to change; they are raised as `Sglan
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from decimal import InvalidOperation
 from typing import Any
 
@@ -55,30 +55,10 @@ SPEC_KEYS = {
 # drafter_path/_revision (from the model_weights facts) and draft_attention_backend (a hardware choice, set by
 # the parallel presets) are not in SPEC_KEYS: they hold whatever the profile, and "none" just does not render them.
 
-# Keys rendered one to one (deployment key → flag), after type checks.
-_DIRECT = {
-    "model_path": "model-path",
-    "served_model_name": "served-model-name",
-    "host": "host",
-    "port": "port",
-    "tp_size": "tp-size",
-    "ep_size": "ep-size",
-    "pp_size": "pp-size",
-    "moe_a2a_backend": "moe-a2a-backend",
-    "attention_backend": "attention-backend",
-    "context_length": "context-length",
-    "mem_fraction_static": "mem-fraction-static",
-    "max_running_requests": "max-running-requests",
-    "chunked_prefill_size": "chunked-prefill-size",
-    "kv_cache_dtype": "kv-cache-dtype",
-    "sampling_backend": "sampling-backend",
-    "enable_metrics": "enable-metrics",
-    "trust_remote_code": "trust-remote-code",
-    "tool_call_parser": "tool-call-parser",
-    "reasoning_parser": "reasoning-parser",
-    "random_seed": "random-seed",
-    "enable_dp_lm_head": "enable-dp-lm-head",
-}
+# Keys that render with another key's group (_GROUPS, below): the speculative knobs and the drafter with the algorithm,
+# the attention-DP width with dp_size, the graph batch size with cuda_graph. extra_args renders last, on its own.
+_GROUPED = {*SPEC_KEYS, "drafter_path", "drafter_revision", "draft_attention_backend", "attn_dp_size",
+            "cuda_graph_max_bs"}
 
 # The renderer coerces each value with Ansible's own type checks, as argument_specs do, so what preflight judged is what
 # renders: `-e sglang_service_block_size=16` arrives as the string "16" and renders as 16. context_length's type is
@@ -102,6 +82,26 @@ _FLAG_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 def var(key: str) -> str:
     """The user-facing variable name of a deployment key."""
     return VAR_PREFIX + key
+
+
+def deployment_var_names(defined: Iterable[str]) -> list[str]:
+    """The deployment's variable names, in render order, from the names Ansible has defined (the role's defaults
+    define every one: a missing one is a role that lost a default, named here rather than read as null)."""
+    names = [var(key) for key in DEPLOYMENT_KEYS]
+    missing = sorted(set(names) - set(defined))
+    if missing:
+        raise SglangConfigError(
+            f"{', '.join(missing)} undefined: roles/sglang_service/defaults/main.yml defines every deployment "
+            "variable (meta/argument_specs.yml's deployment entry point); restore its default there"
+        )
+    return names
+
+
+def deployment_from(names: Sequence[str], values: Sequence[Any]) -> dict[str, Any]:
+    """The deployment (key → value) from its variables' names and their values, in the same order."""
+    if len(names) != len(values):
+        raise SglangConfigError(f"{len(names)} deployment variable names but {len(values)} values")
+    return {name.removeprefix(VAR_PREFIX): value for name, value in zip(names, values, strict=True)}
 
 
 def _coerce(key: str, value: Any) -> Any:
@@ -324,6 +324,12 @@ _GROUPS: dict[str, Callable[[dict[str, Any], SglangTarget], dict[str, Any]]] = {
     "algorithm": _speculative_flags,
     "dp_size": _parallel_flags,
     "cuda_graph": _cuda_graph_flags,
+}
+# Every other key is one flag: the key with dashes (SGLang's own spelling of its flags, `served-model-name`).
+_DIRECT = {
+    key: key.replace("_", "-")
+    for key in DEPLOYMENT_KEYS
+    if key not in _GROUPED and key not in _GROUPS and key != "extra_args"
 }
 
 

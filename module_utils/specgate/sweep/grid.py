@@ -14,22 +14,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jinja2
+from ansible.module_utils.specgate.service.sglang_flags import ALGORITHMS, DFLASH_FAMILY, EAGLE_FAMILY, SPEC_KEYS, var
 
-# axis -> the sglang_service variable it sets (roles/sglang_service/defaults/main.yml)
-AXIS_VARS = {
-    "algorithm": "sglang_service_algorithm",
-    "block_size": "sglang_service_block_size",
-    "budget": "sglang_service_ddtree_budget",
-    "topk": "sglang_service_ddtree_topk",
-    "window": "sglang_service_draft_window",
-    "num_steps": "sglang_service_num_steps",
-    "eagle_topk": "sglang_service_eagle_topk",
-    "num_draft_tokens": "sglang_service_num_draft_tokens",
-}
-BLOCK_ALGORITHMS = ("DFLASH", "DDTREE")  # a block, a budget and a window (the field notes' sweep)
-DRAFT_MODEL_ALGORITHMS = ("EAGLE3", "NEXTN")  # steps, top-k and draft tokens (NEXTN: the model's own MTP layers)
-BASELINE = "none"  # no speculation: the baseline every speed-up is measured against
-ALGORITHMS = (BASELINE, *BLOCK_ALGORITHMS, *DRAFT_MODEL_ALGORITHMS)
+# A grid's axes: the algorithm and each speculative setting (sglang_flags.SPEC_KEYS), under the name the field notes'
+# sweep gives it where that is shorter than the setting's own (budget, topk, window).
+_AXIS_NAMES = {"ddtree_budget": "budget", "ddtree_topk": "topk", "draft_window": "window"}
+AXIS_VARS = {"algorithm": var("algorithm"), **{_AXIS_NAMES.get(key, key): var(key) for key in SPEC_KEYS}}
+BLOCK_ALGORITHMS = DFLASH_FAMILY  # a block, a budget and a window (the field notes' sweep)
+DRAFT_MODEL_ALGORITHMS = EAGLE_FAMILY  # steps, top-k and draft tokens (NEXTN: the model's own MTP layers)
+BASELINE = ALGORITHMS[0]  # "none", no speculation: the baseline every speed-up is measured against
 # Which axes each kind of algorithm takes; the others must not be set for it.
 ALGORITHM_AXES = {
     BASELINE: set(),
@@ -128,8 +121,8 @@ class Point:
         """The sglang_service_* variables this point deploys with (a sweep puts back what another point set)."""
         # Every axis's variable: its own algorithm's settings, null for the others (the inventory's, say DFLASH's block
         # size, must not reach a baseline or an EAGLE3 point), and no drafter without speculation.
-        out = {var: getattr(self, axis) if axis == "algorithm" or axis in ALGORITHM_AXES[self.algorithm] else None
-               for axis, var in AXIS_VARS.items()}  # fmt: skip
+        out = {name: getattr(self, axis) if axis == "algorithm" or axis in ALGORITHM_AXES[self.algorithm] else None
+               for axis, name in AXIS_VARS.items()}  # fmt: skip
         if self.algorithm == BASELINE:
             out.update(dict.fromkeys(DRAFTER_VARS))
         out.update(dict(self.extra_vars))

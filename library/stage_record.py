@@ -9,6 +9,7 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.specgate.common.stage_record import (
     account_differences,
+    content_digest,
     dpkg_query_argv,
     input_parts,
     inputs_digest,
@@ -65,7 +66,7 @@ options:
   paths:
     description: >-
       Paths the stage leaves - C(path), C(state) (file, directory or link), C(owner), C(group), C(mode) and for a
-      file the C(content) it writes (compared by sha256).
+      file the C(content) it writes (compared by sha256), or only that C(sha256) where the content is a secret.
     type: list
     elements: dict
     default: []
@@ -167,7 +168,7 @@ def state_differences(module: AnsibleModule) -> list[str]:
     p = module.params
     found = []
     for expected in p["paths"]:
-        found += path_differences(expected, observe(expected["path"], expected.get("content") is not None))
+        found += path_differences(expected, observe(expected["path"], content_digest(expected) is not None))
     found += account_differences(p["users"], p["groups"])
     packages = [name.split("=")[0] for name in p["packages"]]
     if packages:

@@ -16,6 +16,7 @@ import stage_record as module  # library/stage_record.py (tests/conftest.py puts
 from ansible.module_utils.specgate.common.stage_record import (
     Observed,
     account_differences,
+    content_digest,
     input_parts,
     inputs_digest,
     observe,
@@ -87,6 +88,18 @@ def test_path_differences_name_kind_owner_group_mode_and_content(tmp_path):
         f"{target} is a file, not a directory"]  # fmt: skip
     target.unlink()
     assert path_differences(want, observe(str(target), True)) == [f"{target} is missing"]
+
+
+def test_a_secret_file_is_compared_by_the_digest_it_is_given_never_by_its_text(tmp_path):
+    """The router's key file: the stage hands the module the sha256 of what it writes, so the key is no argument."""
+    target = tmp_path / "router.env"
+    target.write_text("SGLANG_ROUTER_API_KEY=sk-1\n")
+    want = {"path": str(target), "state": "file", "sha256": hashlib.sha256(b"SGLANG_ROUTER_API_KEY=sk-1\n").hexdigest()}
+    assert content_digest(want) == want["sha256"]
+    assert path_differences(want, observe(str(target), content_digest(want) is not None)) == []
+    target.write_text("SGLANG_ROUTER_API_KEY=sk-2\n")  # a new key: the stage runs its file tasks again
+    assert path_differences(want, observe(str(target), True)) == [f"{target} differs from what the stage writes"]
+    assert content_digest({"path": "/x"}) is None
 
 
 def test_a_link_is_judged_by_kind_not_by_its_own_mode(tmp_path):

@@ -134,9 +134,18 @@ def observe(path: str, want_content: bool) -> Observed:
     )
 
 
+def content_digest(expected: Mapping[str, Any]) -> str | None:
+    """The sha256 a path's file must have: its `sha256`, else that of its `content`; None when neither is given."""
+    if expected.get("sha256"):
+        return str(expected["sha256"])
+    content = expected.get("content")
+    return None if content is None else hashlib.sha256(str(content).encode()).hexdigest()
+
+
 def path_differences(expected: Mapping[str, Any], seen: Observed) -> list[str]:
     """How a path differs from what the stage leaves: kind, owner, group, mode (a link's own mode is not its
-    target's, so links are judged by kind only), content (sha256 of the text the stage writes)."""
+    target's, so links are judged by kind only), content (the text the stage writes, or only its sha256 where the
+    text is a secret the module must not be handed)."""
     path = expected["path"]
     want = expected.get("state", "file")
     if seen.kind is None:
@@ -147,8 +156,8 @@ def path_differences(expected: Mapping[str, Any], seen: Observed) -> list[str]:
     for attr in ("owner", "group", "mode") if want != "link" else ():
         if expected.get(attr) and str(expected[attr]).zfill(4 if attr == "mode" else 0) != getattr(seen, attr):
             found.append(f"{path} has {attr} {getattr(seen, attr)}, not {expected[attr]}")
-    content = expected.get("content")
-    if content is not None and want == "file" and hashlib.sha256(str(content).encode()).hexdigest() != seen.sha256:
+    digest = content_digest(expected)
+    if digest is not None and want == "file" and digest != seen.sha256:
         found.append(f"{path} differs from what the stage writes")
     return found
 

@@ -314,6 +314,15 @@ def test_a_passing_configuration_reaches_the_fleet_one_batch_at_a_time_without_a
     assert all(w["tokens_per_s"] > 0 for w in windows), windows
     assert [w["at"] for w in windows] == sorted(w["at"] for w in windows)
     assert wait_router_healthy() == {f"http://127.0.0.1:{port}": True for port in REPLICAS.values()}
+    # The router's and the monitor's plays, which end every rollout, found the router's install and Prometheus's setup
+    # as the last full run left them: one host call each said so, and no install or write task ran.
+    stages = {"Ask whether the router's install": ("Install the pinned router", "Write the router's unit"),
+              "Ask whether Prometheus is set up": ("Install Prometheus", "Write the scrape configuration")}
+    for question, work in stages.items():
+        stage = [e["event_data"]["res"] for e in run.events if e.get("event") == "runner_on_ok"
+                 and e["event_data"].get("task", "").startswith(question)]
+        assert [(s["converged"], s["differences"]) for s in stage] == [(True, [])], (question, stage)
+        assert [hosts_that_ran(run, task) for task in work] == [[], []], question
     # The timeline: each replica's steps in the order it took them, the canary's all before the second one left,
     # drawn over the curves the fleet's Prometheus (the router's host) recorded meanwhile.
     marks = {row["host"]: row["marks"] for row in report["hosts"]}

@@ -236,4 +236,4 @@ def test_unreachable_min_accept_length_is_refused_before_anything_runs(tmp_path)
              for e in run.events
              if e["event"] == "runner_on_ok" and e["event_data"].get("role") not in ("preflight", None)
              and not e["event_data"].get("task", "").startswith(spec_checks)}
-    assert paths <= {"validate.yml", "values.yml", "plan.yml", "target_limits.yml"}, paths
+    assert paths <= {"validate.yml", "values.yml", "deployment.yml", "plan.yml", "target_limits.yml"}, paths

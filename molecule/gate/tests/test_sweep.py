@@ -83,10 +83,16 @@ def pointer(host, name: str) -> str:
 
 
 def test_the_sweep_runs_every_config_and_restores_known_good(host, sweep):
+    """The crash is the last launch: the restore comes after it left the unit restarting and must still succeed (the
+    regression test for the restore that read systemd's NRestarts of the crash as its own failure)."""
     run, _ = sweep
     assert run.status == "successful", run.stdout.read()[-4000:]
     assert pointer(host, "active") == pointer(host, "known-good")
     assert host.service("sglang").is_running
+    summary = summary_block(run)
+    assert "1 of 2 config(s) measured, failed: crash" in summary, summary
+    assert "(known-good)\n" in summary + "\n", summary
+    assert "(unchanged)" in summary, summary
 
 
 def test_each_config_has_its_row_on_the_controller_and_the_crash_its_reason(sweep):
@@ -109,6 +115,10 @@ def test_the_report_names_a_winner_per_use_case_among_the_configs_that_ran(sweep
     markdown = (out / "sweep.md").read_text()
     assert "| crash |" in markdown
     assert "FAILED" in markdown
+    # The crash's row stays one table row; its journal (the engine's own error) follows the table whole.
+    table = markdown.split("| config |", 1)[1].split("\n\n", 1)[0].splitlines()[2:]
+    assert [line.split(" | ", 1)[0] for line in table] == ["| bs8", "| crash"]
+    assert "FAULT_CRASH_DURING_LOAD" in markdown.split("## Failed", 1)[1].split("\n## ", 1)[0]
 
 
 def test_the_sweep_publishes_what_its_summary_reads(sweep):

@@ -1,7 +1,6 @@
 """Filters for the sglang_service role: release label, release id, and the identity a release must report.
 
-Self-contained (no module_utils import): Ansible loads filter plugins without the project's module_utils
-on the import path.
+The speculative settings a label names, and their short forms, are sglang_flags.SPEC_KEYS'.
 """
 
 from __future__ import annotations
@@ -12,23 +11,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: F401 - module_utils on the path
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.specgate.service.sglang_flags import SPEC_KEYS
 from ansible.plugins.filter.core import to_nice_yaml
 
 _LABEL_OK = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
-
-# (deployment key, label prefix) in the order they appear in a label, as the field notes wrote them
-# (bs16-b32-t8: block size, budget, top-k).
-_LABEL_PARTS = (
-    ("block_size", "bs"),
-    ("ddtree_budget", "b"),
-    ("ddtree_topk", "t"),
-    ("num_steps", "s"),
-    ("eagle_topk", "k"),
-    ("num_draft_tokens", "n"),
-    ("draft_window", "w"),
-)
-
 
 def sglang_release_label(deployment: Mapping[str, Any], label: str | None = None) -> str:
     """A readable name for a release: the user's label, or the speculative settings in short form."""
@@ -44,10 +32,10 @@ def sglang_release_label(deployment: Mapping[str, Any], label: str | None = None
     if algorithm.lower() == "none":
         return "nospec"
     parts = [algorithm.lower()]
-    for key, prefix in _LABEL_PARTS:
+    for key, knob in SPEC_KEYS.items():
         value = deployment.get(key)
         if value is not None:
-            parts.append(f"{prefix}{value}")
+            parts.append(f"{knob.label}{value}")
     return "-".join(parts)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from decimal import InvalidOperation
 from typing import Any
 
@@ -41,16 +42,27 @@ DEPLOYMENT_KEYS = tuple(DEPLOYMENT_TYPES)
 ALGORITHMS = ("none", "DFLASH", "DDTREE", "EAGLE3", "NEXTN")
 DFLASH_FAMILY = ("DFLASH", "DDTREE")
 EAGLE_FAMILY = ("EAGLE3", "NEXTN")
-# Keys that only mean something for some algorithms: (key, algorithms it applies to).
+
+
+@dataclass(frozen=True)
+class SpecKnob:
+    """A speculative setting: the algorithms it applies to, and its short form in a release's label (bs16)."""
+
+    applies_to: tuple[str, ...]
+    label: str
+
+
+# Keys that only mean something for some algorithms, in the order a release's label names them, as the field notes
+# wrote labels (dflash-bs16-b32-t8: block size, budget, top-k).
 SPEC_KEYS = {
-    "block_size": DFLASH_FAMILY,
-    "ddtree_budget": ("DDTREE",),
-    "ddtree_topk": ("DDTREE",),
-    "draft_window": DFLASH_FAMILY,
-    "num_steps": EAGLE_FAMILY,
-    "eagle_topk": EAGLE_FAMILY,
+    "block_size": SpecKnob(DFLASH_FAMILY, "bs"),
+    "ddtree_budget": SpecKnob(("DDTREE",), "b"),
+    "ddtree_topk": SpecKnob(("DDTREE",), "t"),
+    "num_steps": SpecKnob(EAGLE_FAMILY, "s"),
+    "eagle_topk": SpecKnob(EAGLE_FAMILY, "k"),
     # DDTREE sizes its verify width from the budget (budget + 1), so draft tokens are not a DDTREE knob.
-    "num_draft_tokens": ("DFLASH", *EAGLE_FAMILY),
+    "num_draft_tokens": SpecKnob(("DFLASH", *EAGLE_FAMILY), "n"),
+    "draft_window": SpecKnob(DFLASH_FAMILY, "w"),
 }
 # drafter_path/_revision (from the model_weights facts) and draft_attention_backend (a hardware choice, set by
 # the parallel presets) are not in SPEC_KEYS: they hold whatever the profile, and "none" just does not render them.
@@ -170,10 +182,10 @@ def deployment_values(deployment: Any) -> dict[str, Any]:
 
 def _check_speculative(values: dict[str, Any], target: SglangTarget) -> None:
     algorithm = values["algorithm"]
-    for key, applies_to in SPEC_KEYS.items():
-        if values[key] is not None and algorithm not in applies_to:
+    for key, knob in SPEC_KEYS.items():
+        if values[key] is not None and algorithm not in knob.applies_to:
             raise SglangConfigError(
-                f"{var(key)} applies to {'/'.join(applies_to)} only, but {var('algorithm')} is {algorithm}; "
+                f"{var(key)} applies to {'/'.join(knob.applies_to)} only, but {var('algorithm')} is {algorithm}; "
                 "set it to null (each profile in configs/profiles sets every speculative variable)"
             )
     if algorithm == "none":

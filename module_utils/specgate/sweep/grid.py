@@ -23,15 +23,20 @@ AXIS_VARS = {"algorithm": var("algorithm"), **{_AXIS_NAMES.get(key, key): var(ke
 BLOCK_ALGORITHMS = DFLASH_FAMILY  # a block, a budget and a window (the field notes' sweep)
 DRAFT_MODEL_ALGORITHMS = EAGLE_FAMILY  # steps, top-k and draft tokens (NEXTN: the model's own MTP layers)
 BASELINE = ALGORITHMS[0]  # "none", no speculation: the baseline every speed-up is measured against
-# Which axes each kind of algorithm takes; the others must not be set for it.
+# Which axes each kind of algorithm takes; the others must not be set for it. A draft-model algorithm takes the settings
+# that apply to it; a block algorithm the DFlash family's own (draft tokens, which DFLASH shares with the draft-model
+# algorithms, is not a block axis: a DFLASH chain's verify width is its block size).
+EAGLE_AXES = tuple(_AXIS_NAMES.get(key, key) for key, knob in SPEC_KEYS.items()
+                   if set(knob.applies_to) & set(DRAFT_MODEL_ALGORITHMS))  # fmt: skip
+_BLOCK_AXES = {_AXIS_NAMES.get(key, key) for key, knob in SPEC_KEYS.items()
+               if set(knob.applies_to) & set(BLOCK_ALGORITHMS) and _AXIS_NAMES.get(key, key) not in EAGLE_AXES}
 ALGORITHM_AXES = {
     BASELINE: set(),
-    **{a: {"block_size", "budget", "topk", "window", "drafter"} for a in BLOCK_ALGORITHMS},
-    **{a: {"num_steps", "eagle_topk", "num_draft_tokens", "drafter"} for a in DRAFT_MODEL_ALGORITHMS},
+    **{a: _BLOCK_AXES | {"drafter"} for a in BLOCK_ALGORITHMS},
+    **{a: {*EAGLE_AXES, "drafter"} for a in DRAFT_MODEL_ALGORITHMS},
 }
 ORDERED_AXES = ("budget", "topk")  # along these throughput is unimodal (field notes: tok/s falls past budget 8)
 AXES = (*AXIS_VARS, "parallel", "drafter")
-EAGLE_AXES = ("num_steps", "eagle_topk", "num_draft_tokens")
 # The service variables a point's drafter sets (from the weights stage's download): a sub-grid naming a drafter
 # leaves them to it.
 DRAFTER_VARS = ("sglang_service_drafter_path", "sglang_service_drafter_revision")
@@ -287,7 +292,7 @@ def _subgrid(index: int, raw: object) -> list[Point]:
     points = []
     for combo in itertools.product(*(axes[n] for n in names)):
         values = dict(zip(names, combo, strict=True))
-        for unset in ("block_size", "budget", "topk", "window", "parallel", *EAGLE_AXES):
+        for unset in (*AXIS_VARS, "parallel"):
             values.setdefault(unset, None)
         point_drafter = _drafter(f"{where}.axes", values["drafter"]) if "drafter" in values else drafter
         if values["algorithm"] != "DDTREE" and (values["budget"] is not None or values["topk"] is not None):

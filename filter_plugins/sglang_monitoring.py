@@ -9,7 +9,8 @@ from typing import Any
 import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: F401 - module_utils on the path
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.specgate.common.engine import SglangConfigError
-from ansible.module_utils.specgate.fleet.router_client import local_router_url, worker_url
+from ansible.module_utils.specgate.common.http import local_url
+from ansible.module_utils.specgate.fleet.router_client import worker_url
 from ansible.module_utils.specgate.monitor.scrape import (
     ReplicaHost,
     RouterHost,
@@ -82,7 +83,7 @@ def sglang_monitoring_prometheus_url(groups: Mapping[str, Any], hostvars: Any, d
     if not monitors:
         return ""
     vars_of = hostvars.get(monitors[0]) or {}
-    return local_router_url(_address(vars_of, monitors[0]), vars_of.get("sglang_monitoring_prometheus_port")
+    return local_url(_address(vars_of, monitors[0]), vars_of.get("sglang_monitoring_prometheus_port")
                             or default_port)
 
 

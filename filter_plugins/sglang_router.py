@@ -1,8 +1,5 @@
-"""Filters for the sglang_router role: the router's URL as its own host reaches it, and the URL it registers a
-replica at.
-
-One builder for the role itself and for fleet_rollout, which reaches the router of a fleet from the replicas'
-rollout (module_utils/specgate/fleet/router_client.py, unit-tested).
+"""Filter for the sglang_router role: the URL it registers a replica at (module_utils/specgate/fleet/router_client.py,
+unit-tested). The router's own URL is specgate_local_url's (filter_plugins/specgate_urls.py), as every server's is.
 """
 
 from __future__ import annotations
@@ -10,12 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: F401 - module_utils on the path
-from ansible.module_utils.specgate.fleet.router_client import local_router_url, worker_url
-
-
-def sglang_router_local_url(listen_host: str, port: Any) -> str:
-    """`{{ sglang_router_host | sglang_router_local_url(sglang_router_port) }}` → http://127.0.0.1:30080."""
-    return local_router_url(listen_host, port)
+from ansible.module_utils.specgate.fleet.router_client import worker_url
 
 
 def sglang_router_worker_url_of(host: str, hostvars: Any, default_port: Any) -> str:
@@ -25,5 +17,4 @@ def sglang_router_worker_url_of(host: str, hostvars: Any, default_port: Any) -> 
 
 class FilterModule:
     def filters(self) -> dict[str, Any]:
-        return {"sglang_router_local_url": sglang_router_local_url,
-                "sglang_router_worker_url_of": sglang_router_worker_url_of}
+        return {"sglang_router_worker_url_of": sglang_router_worker_url_of}

@@ -50,6 +50,27 @@ class HttpAnswer:
         return f"HTTP {self.status}" + (f" {text[:300]}" if text else "")
 
 
+# A server listening on every address is reached on loopback from its own host.
+WILDCARD_LISTEN = ("0.0.0.0", "::", "")
+
+
+def host_port(host: str, port: int | str) -> str:
+    """``host:port`` as a URL and SGLang's --dist-init-addr write it (srt/utils/network.py::NetworkAddress.parse): an
+    IPv6 address in brackets (``fd00::5:30000`` is neither), a name or IPv4 address as it is. The port as given."""
+    host = str(host).strip()
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"{host}:{port}"
+
+
+def local_url(listen_host: str | None, port: int | str) -> str:
+    """The URL a server's own host reaches it on, from the address it listens on: loopback for a wildcard address
+    (0.0.0.0, ::), an IPv6 address in brackets, a name or IPv4 address as it is. The one builder of every such URL:
+    the engine's, the router's and Prometheus's (the specgate_local_url filter)."""
+    host = (listen_host or "").strip()
+    return f"http://{host_port('127.0.0.1' if host in WILDCARD_LISTEN else host, int(port))}"
+
+
 def is_loopback_url(url: str) -> bool:
     """True when the URL's host is this machine's loopback (localhost, 127.0.0.0/8, ::1)."""
     host = (urllib.parse.urlsplit(url).hostname or "").lower()

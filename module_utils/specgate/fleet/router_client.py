@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible.module_utils.specgate.common.http import HttpAnswer, request
+from ansible.module_utils.specgate.common.http import HttpAnswer, host_port, request
 
 
 class FleetError(Exception):
@@ -59,32 +59,15 @@ def normalize_url(url: str, variable: str = "url") -> str:
     return text
 
 
-# A router listening on every address is reached on loopback from its own host.
-WILDCARD_LISTEN = ("0.0.0.0", "::", "")
-
-
-def local_router_url(listen_host: str, port: int | str) -> str:
-    """The URL the router's own host reaches it on: loopback for a wildcard listen address, an IPv6 address in
-    brackets (``http://fd00::5:30080`` is no URL), a name or IPv4 address as it is."""
-    host = (listen_host or "").strip()
-    if host in WILDCARD_LISTEN:
-        host = "127.0.0.1"
-    elif ":" in host and not host.startswith("["):
-        host = f"[{host}]"
-    return f"http://{host}:{int(port)}"
-
-
 def worker_url(host: str, host_vars: Mapping[str, Any], default_port: int | str) -> str:
     """The URL a router registers a replica at: its sglang_router_worker_url, else its ansible_host (the inventory
     name without one) at its sglang_service_port (``default_port``, the service's default, without one)."""
     explicit = host_vars.get("sglang_router_worker_url")
     if explicit:
         return str(explicit)
-    address = str(host_vars.get("ansible_host") or host)
-    if ":" in address and not address.startswith("["):
-        address = f"[{address}]"
     # The port as the inventory gives it: a mistyped one is the service stage's to refuse, naming its variable.
-    return f"http://{address}:{host_vars.get('sglang_service_port') or default_port}"
+    port = host_vars.get("sglang_service_port") or default_port
+    return f"http://{host_port(str(host_vars.get('ansible_host') or host), port)}"
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,12 @@ line (SGLang's CLI wins over --config: srt/utils/server_args_config_parser.py).
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ansible.module_utils.specgate.common.engine import SglangConfigError, parse_sglang_version
+from ansible.module_utils.specgate.common.http import host_port
 
 PREFIX = "sglang_service_"
 
@@ -155,16 +155,6 @@ def _port(name: str, value: Any) -> int:
     return value
 
 
-def _dist_init_addr(host: str, port: int) -> str:
-    # srt/utils/network.py::NetworkAddress.parse: an IPv6 address must be bracketed ("[::1]:8000")
-    try:
-        if ipaddress.ip_address(host).version == 6:
-            return f"[{host}]:{port}"
-    except ValueError:
-        pass
-    return f"{host}:{port}"
-
-
 def topology(
     settings: NodeSettings, hosts: Sequence[str], explicit_ranks: Mapping[str, Any], addresses: Mapping[str, str]
 ) -> Topology:
@@ -197,7 +187,7 @@ def topology(
             f"srt/distributed/parallel_state.py). Fix: set it to e.g. 3600, or null for PyTorch's default"
         )
     host0 = settings.dist_init_host or addresses.get(nodes[0]) or nodes[0]
-    return Topology(group, nodes, _dist_init_addr(str(host0), init_port), timeout, gated)
+    return Topology(group, nodes, host_port(str(host0), init_port), timeout, gated)
 
 
 def group_flags(topo: Topology, sglang_version: str) -> dict[str, Any]:
@@ -229,4 +219,4 @@ def gated_launch_url(topo: Topology, sglang_version: str, serving_host: str) -> 
     if "gated-launch-port" not in group_flags(topo, sglang_version):
         return None
     host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(serving_host, serving_host)
-    return f"http://{_dist_init_addr(host, int(topo.gated_launch_port or 0))}"
+    return f"http://{host_port(host, int(topo.gated_launch_port or 0))}"

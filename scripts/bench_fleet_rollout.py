@@ -140,9 +140,11 @@ def write_reports(directory: Path, stamp: str, reps: Sequence[Repetition], lines
 
 class Client:
     """Requests through the router until stopped (or a cap on count or time is reached), `concurrency` at a time,
-    each `max_new_tokens` long (EOS ignored, so each runs its full length): several requests are in flight on every
-    replica whenever one leaves the router, and its drain waits on them. Counts every answer that is not a 200.
-    molecule/fleet's tests send their traffic with it too."""
+    EOS ignored so each runs its full length: several requests are in flight on every replica whenever one leaves the
+    router, and its drain waits on them. Each thread's requests have a length of their own, from `max_new_tokens` down
+    to about half of it: requests of one length sent at once all end in the same step, and a replica read at that
+    instant had none in flight (a fleet test once saw 0 at a leave, then 2 at the drain a second later). Counts every
+    answer that is not a 200. molecule/fleet's tests send their traffic with it too."""
 
     def __init__(self, router: str, api_key: str | None, max_requests: int | None = None,
                  max_seconds: float | None = None, *, concurrency: int = 8, max_new_tokens: int = 3500) -> None:
@@ -151,10 +153,10 @@ class Client:
         self.ok = 0
         self.failed: list[str] = []
         self._limits = (max_requests, max_seconds)
-        self._max_new_tokens = max_new_tokens
         self._count = threading.Lock()
         self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._run, daemon=True) for _ in range(concurrency)]
+        self.lengths = [max_new_tokens - index * max_new_tokens // (2 * concurrency) for index in range(concurrency)]
+        self._threads = [threading.Thread(target=self._run, args=(length,), daemon=True) for length in self.lengths]
 
     @property
     def sent(self) -> int:
@@ -165,14 +167,14 @@ class Client:
         return ((max_requests is not None and self.sent >= max_requests)
                 or (max_seconds is not None and time.monotonic() - started > max_seconds))
 
-    def _run(self) -> None:
+    def _run(self, max_new_tokens: int) -> None:
         started = time.monotonic()
         with httpx.Client(timeout=120, headers=self.headers) as client:
             while not self._stop.is_set() and not self._capped(started):
                 try:
                     answer = client.post(f"{self.router}/generate", json={
                         "text": f"def add_{self.sent}(a, b):",
-                        "sampling_params": {"max_new_tokens": self._max_new_tokens, "ignore_eos": True}})
+                        "sampling_params": {"max_new_tokens": max_new_tokens, "ignore_eos": True}})
                     failure = None if answer.status_code == 200 else f"{answer.status_code}: {answer.text[:200]}"
                 except httpx.HTTPError as error:
                     failure = repr(error)

@@ -1,6 +1,7 @@
 """The fleet client (scripts/bench_fleet_rollout.py's, which molecule/fleet sends its traffic with) against a real sim
 process: it keeps `concurrency` requests in flight at once, each its full length, so a replica leaving the router has
-several running for its drain to wait on; every answer is counted."""
+several running for its drain to wait on; every answer is counted. Its threads' requests differ in length, so they do
+not all end in one step: once answers come back, the server is never read with nothing in flight."""
 
 from __future__ import annotations
 
@@ -21,15 +22,21 @@ def test_the_client_keeps_several_full_length_requests_in_flight_and_counts_each
                         env={"SPECGATE_SIM_LOAD_SECONDS": "0", "SPECGATE_SIM_TIME_SCALE": "0.2"})
     try:
         sim.wait_ready()
-        busiest = 0
+        busiest, quietest = 0, None
         with fleet_bench.Client(sim.url, None, concurrency=4, max_new_tokens=256) as client:
             deadline = time.monotonic() + 60
             while client.ok < 8 and time.monotonic() < deadline:
+                answered = client.ok
                 load, _ = read_load(sim.url)
-                busiest = max(busiest, load.running + load.waiting if load else 0)
+                in_flight = load.running + load.waiting if load else 0
+                busiest = max(busiest, in_flight)
+                if 0 < answered < 8:  # between the first answer and the last counted one
+                    quietest = in_flight if quietest is None else min(quietest, in_flight)
                 time.sleep(0.05)
     finally:
         sim.stop()
     assert client.failed == [], client.failed[:3]
     assert client.ok >= 8
     assert busiest >= 3, busiest  # one request at a time would read at most 1
+    assert len(set(client.lengths)) == 4 and min(client.lengths) >= 128, client.lengths
+    assert quietest is not None and quietest >= 1, quietest

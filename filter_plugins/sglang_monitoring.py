@@ -83,8 +83,7 @@ def sglang_monitoring_prometheus_url(groups: Mapping[str, Any], hostvars: Any, d
     if not monitors:
         return ""
     vars_of = hostvars.get(monitors[0]) or {}
-    return local_url(_address(vars_of, monitors[0]), vars_of.get("sglang_monitoring_prometheus_port")
-                            or default_port)
+    return local_url(_address(vars_of, monitors[0]), vars_of.get("sglang_monitoring_prometheus_port") or default_port)
 
 
 class FilterModule:

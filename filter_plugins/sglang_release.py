@@ -1,6 +1,6 @@
 """Filters for the sglang_service role: release label, release id, and the identity a release must report.
 
-The speculative settings a label names, and their short forms, are sglang_flags.SPEC_KEYS'.
+A label names the speculative settings in sglang_flags.SPEC_KEYS, each by its short form there.
 """
 
 from __future__ import annotations

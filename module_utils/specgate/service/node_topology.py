@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ansible.module_utils.specgate.common.engine import SglangConfigError, parse_sglang_version
-from ansible.module_utils.specgate.common.http import host_port
+from ansible.module_utils.specgate.common.http import host_port, local_url
 
 PREFIX = "sglang_service_"
 
@@ -218,5 +218,4 @@ def gated_launch_url(topo: Topology, sglang_version: str, serving_host: str) -> 
     from rank 0's host; a wildcard --host is reached on loopback."""
     if "gated-launch-port" not in group_flags(topo, sglang_version):
         return None
-    host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(serving_host, serving_host)
-    return f"http://{host_port(host, int(topo.gated_launch_port or 0))}"
+    return local_url(serving_host, topo.gated_launch_port or 0)

@@ -29,7 +29,7 @@ BASELINE = ALGORITHMS[0]  # "none", no speculation: the baseline every speed-up 
 EAGLE_AXES = tuple(_AXIS_NAMES.get(key, key) for key, knob in SPEC_KEYS.items()
                    if set(knob.applies_to) & set(DRAFT_MODEL_ALGORITHMS))  # fmt: skip
 _BLOCK_AXES = {_AXIS_NAMES.get(key, key) for key, knob in SPEC_KEYS.items()
-               if set(knob.applies_to) & set(BLOCK_ALGORITHMS) and _AXIS_NAMES.get(key, key) not in EAGLE_AXES}
+               if not set(knob.applies_to) & set(DRAFT_MODEL_ALGORITHMS)}  # fmt: skip
 ALGORITHM_AXES = {
     BASELINE: set(),
     **{a: _BLOCK_AXES | {"drafter"} for a in BLOCK_ALGORITHMS},

@@ -4,6 +4,7 @@ by a named test, or real-host only with the reason. tests/unit/test_readme_comma
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from dataclasses import dataclass
@@ -95,3 +96,24 @@ def to_demo(entry: Entry) -> tuple[str, list[str]]:
         elif arg != playbook:
             rest.append(arg)
     return playbook, rest
+
+
+def run_on_demo(entry: Entry, private_data_dir: Path, scenario_dir: Path, inventory: Path, instance: str):
+    """Run the command as the README shows it against a molecule scenario's demo host (its host for -l ct200, its
+    inventory for -i inventory/demo, the scenario's own extra vars), from the project root where users run it."""
+    import ansible_runner  # only the molecule tests run commands; the registry's unit test does not need it
+
+    playbook, rest = to_demo(entry)
+    args = yaml.safe_load((scenario_dir / "molecule.yml").read_text())["provisioner"]["ansible_args"]
+    return ansible_runner.run(
+        private_data_dir=str(private_data_dir),
+        project_dir=str(ROOT),
+        playbook=str(ROOT / playbook),
+        inventory=str(inventory),
+        limit=f"{instance},localhost",
+        extravars=json.loads(args[args.index("-e") + 1]),
+        # Paths in the README are relative to the project root, where users run them.
+        cmdline=" ".join(a if not a.startswith("@") else f"@{ROOT / a[1:]}" for a in rest) or None,
+        envvars={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")},
+        quiet=True,
+    )

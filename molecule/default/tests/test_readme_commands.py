@@ -4,14 +4,11 @@ README promises. Over the scenario's own SSH path, in the README's order."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
 
-import ansible_runner
 import pytest
-import yaml
 
 PROJECT = Path(os.environ["MOLECULE_PROJECT_DIRECTORY"])
 EPHEMERAL = Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"])
@@ -27,20 +24,7 @@ RUN = [e for e in rc.registry() if e.how == "run"]
 
 @pytest.mark.parametrize("entry", RUN, ids=lambda e: e.command)
 def test_the_readme_command_does_what_the_readme_says(entry, tmp_path):
-    playbook, rest = rc.to_demo(entry)
-    args = yaml.safe_load((SCENARIO / "molecule.yml").read_text())["provisioner"]["ansible_args"]
-    run = ansible_runner.run(
-        private_data_dir=str(tmp_path),
-        project_dir=str(PROJECT),
-        playbook=str(PROJECT / playbook),
-        inventory=str(EPHEMERAL / "inventory"),
-        limit=f"{INSTANCE},localhost",
-        extravars=json.loads(args[args.index("-e") + 1]),
-        # Paths in the README are relative to the project root, where users run them.
-        cmdline=" ".join(a if not a.startswith("@") else f"@{PROJECT / a[1:]}" for a in rest) or None,
-        envvars={"ANSIBLE_CONFIG": str(PROJECT / "ansible.cfg")},
-        quiet=True,
-    )
+    run = rc.run_on_demo(entry, tmp_path, SCENARIO, EPHEMERAL / "inventory", INSTANCE)
     failures = [(e["event_data"].get("task"), e["event_data"]["res"].get("msg"))
                 for e in run.events if e["event"] in ("runner_on_failed", "runner_on_unreachable")
                 and not e["event_data"].get("ignore_errors")]

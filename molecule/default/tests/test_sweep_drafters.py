@@ -53,20 +53,8 @@ def sweep(host, tmp_path_factory):
     # The block-16 drafter must come from this sweep's weights stage, not from an earlier test's profile swap.
     assert host.run(f"rm -rf {B16_DRAFTER}").rc == 0
     known_good = _pointer(host, "known-good")
-    playbook, rest = rc.to_demo(entry)
-    args = yaml.safe_load((SCENARIO / "molecule.yml").read_text())["provisioner"]["ansible_args"]
     # As tests/test_readme_commands.py runs the README's commands: the scenario's host for the demo inventory's.
-    run = ansible_runner.run(
-        private_data_dir=str(tmp_path_factory.mktemp("readme-sweep")),
-        project_dir=str(PROJECT),
-        playbook=str(PROJECT / playbook),
-        inventory=str(EPHEMERAL / "inventory"),
-        limit=f"{INSTANCE},localhost",
-        extravars=json.loads(args[args.index("-e") + 1]),
-        cmdline=" ".join(a if not a.startswith("@") else f"@{PROJECT / a[1:]}" for a in rest),
-        envvars={"ANSIBLE_CONFIG": str(PROJECT / "ansible.cfg")},
-        quiet=True,
-    )
+    run = rc.run_on_demo(entry, tmp_path_factory.mktemp("readme-sweep"), SCENARIO, EPHEMERAL / "inventory", INSTANCE)
     events = list(run.events)
     published = [e["event_data"]["res"]["ansible_facts"]["specgate_sweep"] for e in events
                  if e["event"] == "runner_on_ok"

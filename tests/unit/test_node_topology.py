@@ -8,7 +8,6 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.specgate.common.engine import SglangConfigError
 from ansible.module_utils.specgate.service.node_topology import (
     NodeSettings,
-    gated_launch_url,
     group_flags,
     node_flags,
     node_ranks,
@@ -99,12 +98,8 @@ def test_the_gated_launch_port_is_rendered_only_where_the_engine_has_it():
     assert "gated-launch-port" in group_flags(topo, "0.5.19")
     assert "gated-launch-port" not in group_flags(topo, "0.5.15")
     assert "gated-launch-port" not in group_flags(topo, "0.5.11")
-    assert gated_launch_url(topo, "0.5.23", "0.0.0.0") == "http://127.0.0.1:25100"
-    assert gated_launch_url(topo, "0.5.23", "10.0.0.1") == "http://10.0.0.1:25100"
-    assert gated_launch_url(topo, "0.5.11", "0.0.0.0") is None
     off = pair(NodeSettings(nodes_group="g", gated_launch_port=None, dist_timeout=None))
     assert group_flags(off, "0.5.23") == {"nnodes": 2, "dist-init-addr": "10.0.0.1:25000"}
-    assert gated_launch_url(off, "0.5.23", "0.0.0.0") is None
 
 
 def test_a_host_outside_the_group_is_refused():

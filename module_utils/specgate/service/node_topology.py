@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ansible.module_utils.specgate.common.engine import SglangConfigError, parse_sglang_version
-from ansible.module_utils.specgate.common.http import host_port, local_url
+from ansible.module_utils.specgate.common.http import host_port
 
 PREFIX = "sglang_service_"
 
@@ -211,11 +211,3 @@ def node_flags(topo: Topology, host: str, sglang_version: str) -> dict[str, Any]
     """Everything one node runs with beyond the single-host config."""
     return {**group_flags(topo, sglang_version), **rank_flags(topo, host)}
 
-
-def gated_launch_url(topo: Topology, sglang_version: str, serving_host: str) -> str | None:
-    """The gate's control server as rank 0's host itself reaches it, or None without a gated launch. SGLang serves it
-    on rank 0's --host (srt/distributed/bootstrap.py passes get_serving().host), so a loopback-only rank 0 is asked
-    from rank 0's host; a wildcard --host is reached on loopback."""
-    if "gated-launch-port" not in group_flags(topo, sglang_version):
-        return None
-    return local_url(serving_host, topo.gated_launch_port or 0)

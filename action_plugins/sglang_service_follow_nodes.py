@@ -1,4 +1,5 @@
-"""Action: follow one restart of a multi-node deployment on every node at once, ending all of them together.
+"""Action: follow one restart of a deployment on every node at once, ending all of them together (a single host is
+a node group of one: rank 0 alone).
 
 Rank 0 follows its async start job (the gated launch, the load, /health and identity) as specgate_follow_job does,
 printing one progress line per poll. Each follower watches its own unit with sglang_service_node_state. They meet in

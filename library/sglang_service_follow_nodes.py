@@ -6,11 +6,12 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: sglang_service_follow_nodes
-short_description: Follow one restart of a multi-node SGLang deployment on every node, ending them together
+short_description: Follow one restart of an SGLang deployment on every node, ending them together
 description:
-  - Run on every node of the deployment in one task. On rank 0 it follows the async start job (the gated launch,
-    the load, C(/health) and the identity) through M(ansible.builtin.async_status), printing the job's progress
-    line per poll. On a follower it watches the node's unit with M(sglang_service_node_state).
+  - Run on every node of the deployment in one task; a single host is a node group of one (rank 0, no followers).
+    On rank 0 it follows the async start job (a group's gated launch, the load, C(/health) and the identity) through
+    M(ansible.builtin.async_status), printing the job's progress line per poll. On a follower it watches the node's
+    unit with M(sglang_service_node_state).
   - The nodes meet in a directory on the controller named by I(group) and I(restart_id). A follower whose engine
     exits (or is restarted by systemd) writes its failure and journal there, which ends rank 0's wait at once with
     that node named; rank 0's outcome ends every follower's watch.
@@ -20,7 +21,7 @@ version_added: "0.1.0"
 author: specgate
 options:
   group:
-    description: The deployment's inventory group (C(sglang_service_nodes_group)).
+    description: The deployment's name, the same on every node (C(sglang_service_nodes_group), or a single host's name).
     type: str
     required: true
   restart_id:
@@ -82,7 +83,7 @@ attributes:
 """
 
 EXAMPLES = r"""
-- name: Follow the restart on every node until rank 0 serves or a node fails
+- name: Follow the engine load on every node until rank 0 serves or a node fails
   sglang_service_follow_nodes:
     group: kimi_h100_pair
     restart_id: "{{ hostvars[rank0].start_job.ansible_job_id }}"

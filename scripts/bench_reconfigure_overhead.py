@@ -80,7 +80,7 @@ def main() -> int:
         if not start or not stop:
             print("the run did not restart the server: nothing to measure", file=sys.stderr)
             return 2
-        load = start[-1]["ready"]["waited_s"]
+        load = start[-1]["start"]["ready"]["waited_s"]
         shutdown = stop[-1]["stop_s"]
         overhead = run.seconds - load - shutdown
         rounds.append(

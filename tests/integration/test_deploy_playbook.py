@@ -287,7 +287,7 @@ def test_deploy_refuses_a_bad_setting_before_touching_ct200(
             e["event_data"].get("task", "")) for e in events if e["event"] == "runner_on_ok"}
     beyond = {(role, path) for role, path, task in ran
               if role not in ("preflight", None)
-              and path not in {"validate.yml", "values.yml", "deployment.yml", "target_limits.yml"}
+              and path not in {"validate.yml", "values.yml", "deployment.yml", "target_limits.yml", "topology.yml"}
               and (role, path) != ("fleet_rollout", "plan.yml")
               and not task.startswith(("Validating arguments against arg spec 'validate'",
                                        "Validating arguments against arg spec 'plan'",

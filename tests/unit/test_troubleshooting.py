@@ -86,7 +86,7 @@ def test_the_extractor_finds_the_messages_of_every_stage(messages, keys):
         ("sglang_service",
          "… DDTREE needs an SGLang install carrying the DDTree pull request (sgl-project/sglang#29907)",
          "module_utils/specgate/service/sglang_flags.py"),
-        ("sglang_service", "Release … failed", "roles/sglang_service/tasks/recover.yml"),
+        ("sglang_service", "Release … failed…", "roles/sglang_service/tasks/recover.yml"),
         ("sglang_service", "not healthy after … s (last answer", "module_utils/specgate/service/readiness.py"),
         # spec_gate: the verdict paragraph, an exception returned to be raised, an assert
         ("spec_gate", "Gate … for release", "module_utils/specgate/gate/gate_decision.py"),

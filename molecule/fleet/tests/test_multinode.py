@@ -80,6 +80,13 @@ def serves(url: str) -> dict:
     return answer.json()
 
 
+def stopped_in_order(run: ansible_runner.Runner) -> list[str]:
+    """The nodes whose server the run stopped, in the order it stopped them (rank 0's stop, then the followers')."""
+    stops = ("Stop the running server, rank 0 first", "Stop the followers")
+    return [e["event_data"]["host"] for e in run.events
+            if e.get("event") == "runner_on_ok" and e["event_data"].get("task", "").startswith(stops)]
+
+
 def follower_joined() -> bool:
     """Rank 1's engine holds its connection to rank 0's rendezvous (ss, as an operator would look: the socket's cgroup
     is the follower's unit)."""
@@ -128,9 +135,7 @@ def test_a_two_node_deployment_comes_up_gated_on_rank_0_and_promoted_on_both(dep
     gate = json.loads(host(RANK0).file(f"{BASE}/releases/{release}/gate.json").content_string)
     assert gate["action"] == "promote"
     # Rank 0 was stopped before the follower, and the gated launch opened once both joined.
-    stops = [e["event_data"]["host"] for e in run.events if e.get("event") == "runner_on_ok"
-             and e["event_data"].get("task", "").startswith(("Stop rank 0 first", "Stop the followers"))]
-    assert stops == [RANK0, RANK1]
+    assert stopped_in_order(run) == [RANK0, RANK1]
     journal = host(RANK0).run("journalctl -u sglang --no-pager -o cat").stdout
     assert "Gated launch control server started on 127.0.0.1:36030" in journal
 
@@ -192,9 +197,7 @@ def test_rollback_restarts_the_whole_group_when_one_node_is_down(deployed, tmp_p
         envvars={"ANSIBLE_CONFIG": str(PROJECT / "ansible.cfg"), "ANSIBLE_FACT_CACHING": "memory"},
     )
     assert run.status == "successful", failure_messages(run)
-    stops = [e["event_data"]["host"] for e in run.events if e.get("event") == "runner_on_ok"
-             and e["event_data"].get("task", "").startswith(("Stop rank 0 first", "Stop the followers"))]
-    assert stops == [RANK0, RANK1]
+    assert stopped_in_order(run) == [RANK0, RANK1]
     assert pointers(RANK0) == pointers(RANK1) == (release, release)
     assert serves(f"http://127.0.0.1:{PORT}")["nnodes"] == 2
     assert follower_joined()

@@ -199,6 +199,23 @@ def run_on_copies_of_ct200(tmp_path: Path, cases: dict[str, dict[str, Any]], pla
     return as_ct200(tmp_path, playbook, inventory / "hosts.yml", {"fleet_rollout_serial": ["100%"]}, cmdline=cmdline)
 
 
+# What a refused run may have done before its refusal: the rollout's plan, preflight, and each stage's read-only
+# checks (its validate entry point and the task files it includes, the argument_specs checks of those entry points).
+READ_ONLY_TASK_FILES = frozenset({"validate.yml", "values.yml", "deployment.yml", "target_limits.yml", "topology.yml"})
+READ_ONLY_ENTRY_POINTS = ("validate", "plan", "target_limits")
+
+
+def beyond_validation(events: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    """(role, task file) of every task a run's ``events`` ran that is not one of the read-only checks every stage runs
+    before any stage changes the host: empty when a refusal came before anything else."""
+    spec_checks = tuple(f"Validating arguments against arg spec '{entry}'" for entry in READ_ONLY_ENTRY_POINTS)
+    ran = {(e["event_data"].get("role"), e["event_data"].get("task_path", "").split(":")[0].rsplit("/", 1)[-1],
+            e["event_data"].get("task", "")) for e in events if e["event"] == "runner_on_ok"}  # fmt: skip
+    return {(role, path) for role, path, task in ran
+            if role not in ("preflight", None) and path not in READ_ONLY_TASK_FILES
+            and (role, path) != ("fleet_rollout", "plan.yml") and not task.startswith(spec_checks)}  # fmt: skip
+
+
 @dataclass
 class CaseRuns:
     """One playbook run over one host per case: each case's events, and the run's whole output."""

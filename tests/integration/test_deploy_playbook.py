@@ -13,7 +13,7 @@ import ansible_runner
 import pytest
 import yaml
 
-from integration.preflight_runner import run_on_copies_of_ct200
+from integration.preflight_runner import beyond_validation, run_on_copies_of_ct200
 
 ROOT = Path(__file__).resolve().parents[2]
 STAGES = ["preflight", "cuda_toolkit", "sglang_env", "model_weights", "sglang_service", "spec_gate"]
@@ -283,16 +283,7 @@ def test_deploy_refuses_a_bad_setting_before_touching_ct200(
     assert changed == []
     # Nothing but the rollout's plan, preflight and the validate entry points ran: the failure is the last thing the
     # play did.
-    ran = {(e["event_data"].get("role"), e["event_data"].get("task_path", "").split(":")[0].rsplit("/", 1)[-1],
-            e["event_data"].get("task", "")) for e in events if e["event"] == "runner_on_ok"}
-    beyond = {(role, path) for role, path, task in ran
-              if role not in ("preflight", None)
-              and path not in {"validate.yml", "values.yml", "deployment.yml", "target_limits.yml", "topology.yml"}
-              and (role, path) != ("fleet_rollout", "plan.yml")
-              and not task.startswith(("Validating arguments against arg spec 'validate'",
-                                       "Validating arguments against arg spec 'plan'",
-                                       "Validating arguments against arg spec 'target_limits'"))}
-    assert beyond == set(), ran
+    assert beyond_validation(events) == set()
 
 
 def _derived(tmp_path: Path, extravars: dict) -> dict:

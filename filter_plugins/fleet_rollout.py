@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: F401 - module_utils on the path
+from ansible.module_utils.specgate.common.engine import SglangConfigError
 from ansible.module_utils.specgate.fleet import approval, rollout
+from ansible.module_utils.specgate.service.node_topology import replicas
 
 
 def fleet_rollout_policy_refusal(settings: dict[str, Any]) -> str:
@@ -19,12 +21,27 @@ def fleet_rollout_policy_refusal(settings: dict[str, Any]) -> str:
     return rollout.RolloutPolicy.from_settings(settings).refusal()
 
 
-def fleet_rollout_plan(settings: dict[str, Any], hosts: list[str], rollout_id: str, router: str,
+def fleet_rollout_replicas(hosts: list[str], hostvars: Any, groups: Any) -> dict[str, Any]:
+    """`{{ ansible_play_hosts_all | fleet_rollout_replicas(hostvars, groups) }}` → {hosts, replicas: [{name, nodes}]
+    in the hosts' order (a single host, or a node group with its nodes in rank order), refusal: '' or why the batches
+    could not keep a group whole (its ranks cannot hold, or its nodes stand apart among ``hosts``)."""
+    try:
+        found = [{"name": replica.name, "nodes": list(replica.nodes)}
+                 for replica in replicas(list(hosts), hostvars, groups)]  # fmt: skip
+    except SglangConfigError as error:
+        return {"hosts": list(hosts), "replicas": [{"name": host, "nodes": [host]} for host in hosts],
+                "refusal": str(error)}  # fmt: skip
+    return {"hosts": list(hosts), "replicas": found, "refusal": rollout.replica_refusal(list(hosts), found)}
+
+
+def fleet_rollout_plan(settings: dict[str, Any], found: dict[str, Any], rollout_id: str, router: str,
                        reports_dir: str) -> dict[str, Any]:  # fmt: skip
-    """`{{ _fleet_rollout_settings | fleet_rollout_plan(ansible_play_hosts_all, id, router, dir) }}` → the
-    specgate_rollout fact: the policy, its batches, the router and the report's directory."""
+    """`{{ _fleet_rollout_settings | fleet_rollout_plan(_fleet_rollout_found, id, router, dir) }}` → the
+    specgate_rollout fact: the policy, its batches of the replicas ``found`` (fleet_rollout_replicas's) and their
+    hosts, the router and the report's directory."""
     policy = rollout.RolloutPolicy.from_settings(settings)
-    return rollout.plan(policy, hosts, rollout_id=rollout_id, router=router, reports_dir=reports_dir)
+    return rollout.plan(policy, found["hosts"], found["replicas"], rollout_id=rollout_id, router=router,
+                        reports_dir=reports_dir)  # fmt: skip
 
 
 def fleet_rollout_batches(hosts: list[str], serial: Any) -> list[list[str]]:
@@ -58,6 +75,7 @@ class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
             "fleet_rollout_policy_refusal": fleet_rollout_policy_refusal,
+            "fleet_rollout_replicas": fleet_rollout_replicas,
             "fleet_rollout_plan": fleet_rollout_plan,
             "fleet_rollout_batches": fleet_rollout_batches,
             "fleet_rollout_disagreeing": fleet_rollout_disagreeing,

@@ -31,8 +31,8 @@ options:
     type: path
     required: true
   rows:
-    description: The fleet report's rows (fleet.json's hosts), each with host and marks (leave, switch, gate, rejoin
-      as UTC ISO 8601 moments).
+    description: The fleet report's rows (fleet.json's replicas), each with host (the replica's rank 0, which serves
+      its API) and marks (leave, switch, gate, rejoin as UTC ISO 8601 moments).
     type: list
     elements: dict
     required: true
@@ -53,7 +53,7 @@ EXAMPLES = r"""
 - name: Draw the rollout's timeline beside fleet.md
   fleet_rollout_timeline:
     dest: /srv/specgate/reports/fleet/20261205T060000Z/timeline.png
-    rows: "{{ report.json.hosts }}"
+    rows: "{{ report.json.replicas }}"
     prometheus_url: http://mon1:9090
   delegate_to: localhost
 """

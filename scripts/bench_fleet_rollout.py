@@ -207,8 +207,10 @@ def deploy(inventory: str, extravars: dict, limit: str | None, name: str, hosts:
         )
         wall = time.monotonic() - started
         # The rollout's own report says which replicas ended promoted on the round's release, and how each left.
-        rows = [row for path in reports.glob("*/fleet.json") for row in json.loads(path.read_text())["hosts"]]
-        promoted = [row["host"] for row in rows if row.get("outcome") == "promoted"]
+        rows = [row for path in reports.glob("*/fleet.json") for row in json.loads(path.read_text())["replicas"]]
+        # A replica's row lists its nodes (a node group's every host): the round's hosts are the nodes.
+        promoted = [node for row in rows if row.get("outcome") == "promoted"
+                    for node in row.get("nodes", [row["host"]])]
         leaves = {row["host"]: (row["router"].get("in_flight_at_leave"), row["router"].get("drained_s"))
                   for row in rows if (row.get("router") or {}).get("removed")}
         if run.status != "successful":

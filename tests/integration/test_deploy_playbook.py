@@ -109,7 +109,7 @@ def test_root_deploy_runs_the_stages_in_the_order_the_data_flow_needs() -> None:
     assert router_check["any_errors_fatal"] is True, "a refused router setting stops every replica's play"
     assert _stages(monitor_check) == [("sglang_monitoring", "validate")]
     assert monitor_check["any_errors_fatal"] is True, "a refused monitor setting stops every replica's play"
-    assert "specgate_rollout.serial" in play["serial"]
+    assert "specgate_rollout.batch_sizes" in play["serial"]  # each batch's host count: whole replicas
     assert (router["hosts"], _stages(router)) == ("sglang_routers", [("sglang_router", "main")])
     assert _stages(monitor) == [("sglang_monitoring", "main")]
     assert monitor_check["hosts"] == monitor["hosts"]

@@ -29,7 +29,7 @@ PLAYBOOK = """
 
 - name: Deploy
   hosts: sglang_hosts
-  serial: "{{ hostvars[ansible_play_hosts_all | first].specgate_rollout.serial if hostvars is defined else 0 }}"
+  serial: "{{ hostvars[ansible_play_hosts_all | first].specgate_rollout.batch_sizes if hostvars is defined else 0 }}"
   gather_facts: false
   tasks:
     - block:
@@ -45,6 +45,7 @@ PLAYBOOK = """
               id: new
               previous_active_id: old
               active_id: "{{ 'old' if inventory_hostname in fail_hosts else 'new' }}"
+            stand_in_batch: "{{ ansible_play_batch }}"
         - name: Fail as the gate does
           ansible.builtin.fail: {msg: "{{ specgate_verdict.message }}"}
           when: inventory_hostname in fail_hosts
@@ -58,15 +59,19 @@ PLAYBOOK = """
 
 
 def run(tmp_path: Path, hosts: list[str], group_vars: dict, fail_hosts: list[str] | None = None,
-        host_vars: dict | None = None, *, limit: str | None = None) -> ansible_runner.Runner:
+        host_vars: dict | None = None, *, limit: str | None = None,
+        node_groups: dict[str, list[str]] | None = None) -> ansible_runner.Runner:
+    """``node_groups``: inventory groups whose hosts are one multi-node deployment (sglang_service_nodes_group)."""
     (tmp_path / "project").mkdir(parents=True)
     (tmp_path / "private").mkdir()
     (tmp_path / "project" / "play.yml").write_text(PLAYBOOK)
+    grouped = {node: group for group, nodes in (node_groups or {}).items() for node in nodes}
     inventory = {"all": {"children": {"sglang_hosts": {
-        "hosts": {h: {"ansible_connection": "local", **(host_vars or {}).get(h, {})} for h in hosts},
+        "hosts": {h: {"ansible_connection": "local", **(host_vars or {}).get(h, {}),
+                      **({"sglang_service_nodes_group": grouped[h]} if h in grouped else {})} for h in hosts},
         "vars": {"fleet_rollout_reports_dir": str(tmp_path / "reports"), **group_vars},
-    }}}}
-    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
+    }, **{group: {"hosts": {node: {} for node in nodes}} for group, nodes in (node_groups or {}).items()}}}}
+    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory, sort_keys=False))  # play order
     return ansible_runner.run(
         private_data_dir=str(tmp_path / "private"), project_dir=str(tmp_path / "project"), playbook="play.yml",
         inventory=str(tmp_path / "inventory.yml"), extravars={"fail_hosts": fail_hosts or []}, quiet=True,
@@ -97,7 +102,7 @@ HOSTS = ["h1", "h2", "h3", "h4", "h5"]
 def test_batches_follow_the_inventorys_serial_and_all_pass(tmp_path) -> None:
     runner = run(tmp_path, HOSTS, {"fleet_rollout_serial": [1, 2, "100%"]})
     assert runner.status == "successful", messages(runner)
-    rows = report(tmp_path)["hosts"]
+    rows = report(tmp_path)["replicas"]
     assert [(r["host"], r["batch"], r["outcome"]) for r in rows] == [
         ("h1", 1, "promoted"), ("h2", 2, "promoted"), ("h3", 2, "promoted"), ("h4", 3, "promoted"),
         ("h5", 3, "promoted"),
@@ -113,9 +118,9 @@ def test_the_report_writes_on_the_controller_say_they_changed_and_are_a_runs_onl
     timeline = ("Draw timeline.png - live acceptance and tokens/s per replica, with each one's leave, switch, gate and "
                 "rejoin")
     assert report_writes(runner.events) == [
-        "Make the rollout's report directory", "Write fleet.json - the plan and one row per host",
+        "Make the rollout's report directory", "Write fleet.json - the plan and one row per replica",
         "Write fleet.md - the table a person reads", timeline,  # batch 1
-        "Write fleet.json - the plan and one row per host", "Write fleet.md - the table a person reads",  # batch 2
+        "Write fleet.json - the plan and one row per replica", "Write fleet.md - the table a person reads",  # batch 2
         timeline,
     ]
     assert runner.stats["changed"] == {"h1": 4, "h2": 3}
@@ -130,7 +135,7 @@ def test_a_failed_canary_stops_the_rollout_before_the_next_batch(tmp_path) -> No
     assert "h1 rolled back" in text
     assert "spec_gate_min_accept_length" in text
     assert "not started: h2, h3, h4, h5" in text
-    rows = {r["host"]: r["outcome"] for r in report(tmp_path)["hosts"]}
+    rows = {r["host"]: r["outcome"] for r in report(tmp_path)["replicas"]}
     assert rows == {"h1": "rolled back", "h2": "not started", "h3": "not started", "h4": "not started",
                     "h5": "not started"}
 
@@ -140,7 +145,7 @@ def test_a_failure_within_the_budget_lets_the_rollout_go_on(tmp_path) -> None:
                  fail_hosts=["h3"])
     assert runner.status == "failed"  # h3 itself failed its gate
     assert "Rollout stopped" not in messages(runner)
-    rows = {r["host"]: r["outcome"] for r in report(tmp_path)["hosts"]}
+    rows = {r["host"]: r["outcome"] for r in report(tmp_path)["replicas"]}
     assert rows["h3"] == "rolled back"
     assert [h for h, outcome in rows.items() if outcome == "promoted"] == ["h1", "h2", "h4", "h5"]
 
@@ -148,17 +153,58 @@ def test_a_failure_within_the_budget_lets_the_rollout_go_on(tmp_path) -> None:
 def test_a_failure_beyond_the_budget_stops_the_hosts_of_the_batch_after_their_own_verdict(tmp_path) -> None:
     runner = run(tmp_path, HOSTS, {"fleet_rollout_serial": [1, 2, "100%"]}, fail_hosts=["h2"])
     assert runner.status == "failed"
-    rows = {r["host"]: r["outcome"] for r in report(tmp_path)["hosts"]}
+    rows = {r["host"]: r["outcome"] for r in report(tmp_path)["replicas"]}
     assert rows == {"h1": "promoted", "h2": "rolled back", "h3": "promoted", "h4": "not started",
                     "h5": "not started"}  # h3 finished its own gate; the stop came at the batch's end
-    assert "Hosts already promoted stay promoted (h1, h3)" in messages(runner)
+    assert "Replicas already promoted stay promoted (h1, h3)" in messages(runner)
 
 
 def test_one_replica_of_a_fleet_behind_a_router_may_be_rolled_alone(tmp_path) -> None:
     # -l h2: the play has one host, the router still fronts all three; one out leaves two, above the floor of 1.
     runner = run(tmp_path, ["h1", "h2", "h3"], {"fleet_rollout_router": "h1"}, limit="h2")
     assert runner.status == "successful", messages(runner)
-    assert [(r["host"], r["outcome"]) for r in report(tmp_path)["hosts"]] == [("h2", "promoted")]
+    assert [(r["host"], r["outcome"]) for r in report(tmp_path)["replicas"]] == [("h2", "promoted")]
+
+
+def batches_run(runner: ansible_runner.Runner) -> list[list[str]]:
+    """The batches Ansible ran, in order: each stand-in's ansible_play_batch, once per batch."""
+    out: list[list[str]] = []
+    for event in runner.events:
+        if (event.get("event") == "runner_on_ok"
+                and event["event_data"].get("task") == "Stand in for the stages and the gate"):
+            batch = list(event["event_data"]["res"]["ansible_facts"]["stand_in_batch"])
+            if batch not in out:
+                out.append(batch)
+    return out
+
+
+PAIR = {"pair": ["g1", "g2"]}
+
+
+def test_a_node_group_is_one_replica_its_nodes_in_one_batch_and_one_report_row(tmp_path) -> None:
+    """#31: batches count replicas, and Ansible's serial gets each batch's host count, so a group is never split."""
+    runner = run(tmp_path, ["h1", "g1", "g2", "h2"], {"fleet_rollout_serial": [1, "50%"]}, node_groups=PAIR)
+    assert runner.status == "successful", messages(runner)
+    assert batches_run(runner) == [["h1"], ["g1", "g2"], ["h2"]]
+    rows = report(tmp_path)["replicas"]
+    assert [(r["replica"], r["nodes"], r["host"], r["batch"], r["outcome"]) for r in rows] == [
+        ("h1", ["h1"], "h1", 1, "promoted"), ("pair", ["g1", "g2"], "g1", 2, "promoted"),
+        ("h2", ["h2"], "h2", 3, "promoted")]
+    (markdown,) = (tmp_path / "reports").glob("*/fleet.md")
+    assert "| 2 | pair (g1, g2) | promoted |" in markdown.read_text()
+
+
+def test_a_failed_node_group_stops_the_rollout_named_with_its_nodes(tmp_path) -> None:
+    runner = run(tmp_path, ["g1", "g2", "h1"], {"fleet_rollout_serial": [1]}, fail_hosts=["g1", "g2"],
+                 node_groups=PAIR)
+    assert runner.status == "failed"
+    assert hosts_of_task(runner, "Stand in for the stages and the gate") == ["g1", "g2"]
+    text = messages(runner)
+    assert "Rollout stopped: 1 of 1 replica(s) in this batch failed" in text
+    assert "pair (g1, g2) rolled back" in text
+    assert "not started: h1" in text
+    assert {r["replica"]: r["outcome"] for r in report(tmp_path)["replicas"]} == {"pair": "rolled back",
+                                                                                "h1": "not started"}
 
 
 @pytest.mark.parametrize(
@@ -183,6 +229,27 @@ def test_the_plan_refuses_bad_settings_before_any_host_changes(tmp_path, group_v
     assert runner.status == "failed"
     assert variable in messages(runner)
     assert hosts_of_task(runner, "Stand in for the stages and the gate") == []
+
+
+@pytest.mark.parametrize(
+    ("hosts", "node_groups", "refused"),
+    [
+        # Another host between the group's nodes: a batch could hold part of the group.
+        (["g1", "h1", "g2"], PAIR, "node group pair (g1, g2) is one replica of the fleet"),
+        # A group of one node cannot be ranked.
+        (["g1", "h1"], {"pair": ["g1"]}, "group 'pair' has 1 host(s)"),
+        # Two replicas out of a router of two at once (a group counts once): none left serving.
+        (["g1", "g2", "h1"], PAIR, "a batch of 2 of the 2"),
+    ],
+)
+def test_the_plan_refuses_a_fleet_whose_batches_cannot_keep_node_groups_whole(tmp_path, hosts, node_groups,
+                                                                              refused) -> None:
+    settings = {"fleet_rollout_serial": ["100%"], "fleet_rollout_router": "h1"} if "batch of" in refused else {}
+    runner = run(tmp_path, hosts, settings, node_groups=node_groups)
+    assert runner.status == "failed"
+    assert refused in messages(runner)
+    assert hosts_of_task(runner, "Stand in for the stages and the gate") == []
+
 
 
 def _answer_when_asked(tmp_path: Path, file: str) -> tuple[threading.Thread, dict]:
@@ -235,7 +302,7 @@ def test_a_person_approves_the_next_batch_before_it_starts(tmp_path) -> None:
     # Batch 2 started only once the person had approved it, and the waiting mark is gone.
     assert _started(runner, "h2") > written["at"]
     assert not list((tmp_path / "reports").glob("*/waiting-batch-*"))
-    assert [r["outcome"] for r in report(tmp_path)["hosts"]] == ["promoted"] * 3
+    assert [r["outcome"] for r in report(tmp_path)["replicas"]] == ["promoted"] * 3
 
 
 def test_a_person_stops_the_rollout_between_batches_and_the_report_says_so(tmp_path) -> None:
@@ -248,7 +315,7 @@ def test_a_person_stops_the_rollout_between_batches_and_the_report_says_so(tmp_p
     assert "not started: h2, h3" in messages(runner)
     written = report(tmp_path)
     assert written["rollout"]["stopped"].startswith("Rollout stopped before batch 2")
-    assert {r["host"]: r["outcome"] for r in written["hosts"]} == {"h1": "promoted", "h2": "not started",
+    assert {r["host"]: r["outcome"] for r in written["replicas"]} == {"h1": "promoted", "h2": "not started",
                                                                   "h3": "not started"}  # fmt: skip
 
 

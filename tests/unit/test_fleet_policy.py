@@ -48,7 +48,8 @@ def test_every_problem_is_named_at_once():
 
 
 ROLLOUT = plan(RolloutPolicy(serial=[1, "100%"], pause_between_batches=True), ["a", "b", "c"],
-               rollout_id="20261205T060000Z", router="lb", reports_dir="/r/fleet/")  # fmt: skip
+               [{"name": name, "nodes": [name]} for name in "abc"], rollout_id="20261205T060000Z", router="lb",
+               reports_dir="/r/fleet/")
 
 
 def test_the_plan_carries_the_policy_its_batches_and_the_reports_directory():
@@ -80,9 +81,9 @@ def test_a_host_of_the_batch_that_published_no_row_fails_it_and_nothing_is_asked
     assert end["waits_for_approval"] is False  # the last batch, and a stopped one
 
 
-def test_the_report_has_every_host_and_says_why_it_stopped():
+def test_the_report_has_every_replica_and_says_why_it_stopped():
     written = report(ROLLOUT, {"a": _row("promoted")}, 1, stopped="Rollout stopped before batch 2: stop written.")
-    assert [(r["host"], r["batch"], r["outcome"]) for r in written["json"]["hosts"]] == [
+    assert [(r["host"], r["batch"], r["outcome"]) for r in written["json"]["replicas"]] == [
         ("a", 1, "promoted"), ("b", 2, "not started"), ("c", 2, "not started")]
     assert written["json"]["rollout"]["stopped"].startswith("Rollout stopped before batch 2")
     assert "**Stopped:** Rollout stopped before batch 2" in written["markdown"]

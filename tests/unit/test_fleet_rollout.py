@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import pytest
 from ansible.module_utils.specgate.fleet.rollout import (
+    RolloutPolicy,
+    batch_end,
     batch_verdict,
     batches,
-    hosts_after,
-    hosts_through,
+    plan,
+    replica_refusal,
+    replica_row,
+    report,
     report_markdown,
-    report_rows,
     validate_serial,
 )
 
@@ -102,28 +105,80 @@ def test_check_mode_rows_never_fail_a_batch() -> None:
     assert batch_verdict(["a"], {"a": _row("checked")}, 0)["stop"] is False
 
 
-def test_through_and_after_split_the_plan() -> None:
-    plan = [["a"], ["b", "c"], ["d"]]
-    assert hosts_through(plan, 2) == ["a", "b", "c"]
-    assert hosts_after(plan, 2) == ["d"]
-    assert hosts_after(plan, 3) == []
+def single(*names: str) -> list[dict]:
+    return [{"name": name, "nodes": [name]} for name in names]
 
 
-def test_report_rows_mark_unreached_and_unreachable_hosts() -> None:
-    rows = report_rows(["a", "b", "c", "d"], [1, 2], {"a": _row("promoted"), "b": _row("rolled back", "why")},
-                       reached=["a", "b", "c"])
-    assert [(r["host"], r["batch"], r["outcome"]) for r in rows] == [
-        ("a", 1, "promoted"), ("b", 2, "rolled back"), ("c", 2, "unreachable"), ("d", 3, "not started"),
+PAIR = {"name": "pair", "nodes": ["p0", "p1"]}
+
+
+def a_plan(hosts: list[str], replicas: list[dict], serial) -> dict:
+    return plan(RolloutPolicy(serial=serial), hosts, replicas, rollout_id="r1", router="lb", reports_dir="/r")
+
+
+def test_batches_count_replicas_and_the_serial_ansible_runs_counts_their_nodes() -> None:
+    rollout = a_plan(["p0", "p1", "a", "b", "c"], [PAIR, *single("a", "b", "c")], [1, "50%", "100%"])
+    assert rollout["batches"] == [["p0", "p1"], ["a", "b"], ["c"]]
+    assert rollout["batch_sizes"] == [2, 2, 1]
+    assert [(r["name"], r["batch"]) for r in rollout["replicas"]] == [("pair", 1), ("a", 2), ("b", 2), ("c", 3)]
+    assert batches(["p0", "p1", "a", "b", "c"], rollout["batch_sizes"]) == rollout["batches"]  # Ansible's cut
+
+
+def test_a_node_group_whose_nodes_stand_apart_in_the_play_is_refused_naming_what_stands_between() -> None:
+    message = replica_refusal(["p0", "a", "p1"], [PAIR, *single("a")])
+    assert message.startswith("sglang_service_nodes_group: node group pair (p0, p1) is one replica")
+    assert "have a between its nodes" in message
+    assert "Fix: list the group's nodes one after another" in message
+    assert replica_refusal(["a", "p1", "p0"], [*single("a"), PAIR]) == ""
+
+
+def test_a_replicas_row_is_rank_0s_unless_another_node_failed_or_left_none() -> None:
+    rank0 = {**_row("promoted"), "verdict": "Successful -> promote"}
+    assert replica_row(["p0", "p1"], {"p0": rank0, "p1": _row("promoted")}) == rank0
+    failed = replica_row(["p0", "p1"], {"p0": rank0, "p1": _row("failed", "its engine died")})
+    assert (failed["outcome"], failed["message"], failed["verdict"]) == ("failed", "node p1: its engine died",
+                                                                         "Successful -> promote")
+    gone = replica_row(["p0", "p1"], {"p0": rank0, "p1": None})
+    assert gone["outcome"] == "unreachable"
+    assert gone["message"].startswith("node p1 became unreachable")
+    assert replica_row(["p0", "p1"], {"p0": _row("rolled back", "gate"), "p1": _row("rolled back", "gate")}) == (
+        _row("rolled back", "gate"))
+    assert replica_row(["p0", "p1"], {}) is None
+
+
+def published(rows: dict) -> dict:
+    return {host: {"specgate_rollout_row": row} for host, row in rows.items()}
+
+
+def test_a_batch_ends_on_its_replicas_a_failed_group_named_with_its_nodes() -> None:
+    rollout = a_plan(["p0", "p1", "a"], [PAIR, *single("a")], [1])
+    end = batch_end(rollout, published({"p0": _row("rolled back", "acceptance 1.0"), "p1": _row("rolled back")}),
+                    "p1")
+    assert (end["number"], end["stop"], end["failed"]) == (1, True, ["pair (p0, p1)"])
+    assert "pair (p0, p1) rolled back: acceptance 1.0" in end["message"]
+    assert (end["not_started"], end["next_batch"], end["promoted"]) == (["a"], ["a"], [])
+
+
+def test_the_report_has_one_row_per_replica_with_its_nodes_and_marks_unreached_and_unreachable() -> None:
+    rollout = a_plan(["p0", "p1", "a", "b", "c"], [PAIR, *single("a", "b", "c")], [1, 2])
+    shown = report(rollout, published({"p0": _row("promoted"), "p1": _row("promoted"), "a": _row("rolled back")}),
+                   2, "stopped")
+    assert [(r["replica"], r["nodes"], r["host"], r["batch"], r["outcome"]) for r in shown["json"]["replicas"]] == [
+        ("pair", ["p0", "p1"], "p0", 1, "promoted"), ("a", ["a"], "a", 2, "rolled back"),
+        ("b", ["b"], "b", 2, "unreachable"), ("c", ["c"], "c", 3, "not started"),
     ]
+    assert "| 1 | pair (p0, p1) | promoted |" in shown["markdown"]
+    assert "| 3 | c | not started |" in shown["markdown"]
 
 
-def test_report_markdown_has_one_line_per_host_with_releases_and_numbers() -> None:
+def test_report_markdown_has_one_line_per_replica_with_releases_and_numbers() -> None:
     rows = [
-        {"host": "a", "batch": 1, "outcome": "promoted", "previous_release": "old-1", "candidate": "new-1",
+        {"replica": "a", "nodes": ["a"], "batch": 1, "outcome": "promoted", "previous_release": "old-1",
+         "candidate": "new-1",
          "serving": "new-1", "verdict": "Successful -> promote",
          "metrics": [{"name": "accept_length", "success_condition": ">= 3", "mean": 5.04}],
          "router": {"removed": True, "in_flight_at_leave": "6", "drain_waited_on": 4, "drained_s": "2.25"}},
-        {"host": "b", "batch": 2, "outcome": "not started"},
+        {"replica": "b", "nodes": ["b"], "batch": 2, "outcome": "not started"},
     ]
     text = report_markdown({"id": "r1", "serial": [1, "100%"], "max_fail_percentage": 0, "router": "lb",
                             "stopped": "Rollout stopped: a | b"}, rows)

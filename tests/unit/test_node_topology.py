@@ -8,10 +8,12 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.specgate.common.engine import SglangConfigError
 from ansible.module_utils.specgate.service.node_topology import (
     NodeSettings,
+    Replica,
     group_flags,
     node_flags,
     node_ranks,
     rank_flags,
+    replicas,
     topology,
 )
 from sglang_nodes import FilterModule
@@ -166,3 +168,34 @@ def test_the_group_flags_filter_is_the_same_on_every_node_and_the_rank_filter_di
         filters["sglang_node_rank_flags"](topo, "elsewhere")
     with pytest.raises(AnsibleFilterError, match="sglang_env_packages"):
         filters["sglang_node_group_flags"](topo, "0.4.0")
+
+
+GROUPED = {"b": {"sglang_service_nodes_group": "pair"}, "a": {"sglang_service_nodes_group": "pair"}}
+
+
+def test_the_fleets_replicas_are_single_hosts_and_whole_node_groups_in_the_order_they_first_come():
+    found = replicas(["solo", "b", "late", "a"], GROUPED, {"pair": ["b", "a"]})
+    assert found == [Replica("solo", ("solo",)), Replica("pair", ("b", "a")), Replica("late", ("late",))]
+    assert [(r.rank0, r.label) for r in found] == [("solo", "solo"), ("b", "pair (b, a)"), ("late", "late")]
+
+
+def test_a_replica_holds_every_node_of_its_group_in_rank_order_even_those_a_limit_left_out():
+    ranked = {"a": {**GROUPED["a"], "sglang_service_node_rank": 0},
+              "b": {**GROUPED["b"], "sglang_service_node_rank": 1}}
+    assert replicas(["b"], ranked, {"pair": ["b", "a"]}) == [Replica("pair", ("a", "b"))]
+
+
+def test_a_replica_whose_group_cannot_be_ranked_is_refused_naming_the_variable():
+    with pytest.raises(SglangConfigError, match=r"^sglang_service_nodes_group: group 'pair' has 1 host"):
+        replicas(["a"], GROUPED, {"pair": ["a"]})
+
+
+def test_the_router_gets_one_worker_per_replica_a_node_groups_at_rank_0():
+    from sglang_router import sglang_router_replica_urls
+
+    hostvars = {**GROUPED, "solo": {"ansible_host": "10.0.0.9", "sglang_service_port": 30001},
+                "a": {**GROUPED["a"], "ansible_host": "10.0.0.1"}, "b": {**GROUPED["b"], "ansible_host": "10.0.0.2"}}
+    urls = sglang_router_replica_urls(["a", "b", "solo"], hostvars, {"pair": ["b", "a"]}, 30000)
+    assert urls == ["http://10.0.0.2:30000", "http://10.0.0.9:30001"]
+    with pytest.raises(AnsibleFilterError, match="group 'pair' has 1 host"):
+        sglang_router_replica_urls(["a"], hostvars, {"pair": ["a"]}, 30000)

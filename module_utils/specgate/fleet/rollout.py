@@ -6,6 +6,10 @@ Ansible's own ``max_fail_percentage`` cannot: it is judged when every host of th
 one promoted or restored), never in the middle of another host's switch, and an unreachable host counts as a failed
 one (ansible#82834: ``any_errors_fatal`` lets a play go on past an unreachable host).
 
+The fleet's unit is a replica (node_topology.Replica): a single host, or a node group whose nodes restart together.
+Batches count replicas and never split one; Ansible's serial counts hosts, so the plan hands it each batch's host
+count. The batch verdict and the report have one row per replica, merged from its nodes' rows.
+
 A new policy is one place: RolloutPolicy holds every setting of how the fleet is rolled (read from the
 fleet_rollout_* variables by ``from_settings``), refuses a bad one, and answers the questions the batches ask.
 """
@@ -73,18 +77,62 @@ def batches(hosts: Sequence[str], serial: Any) -> list[list[str]]:
     return out
 
 
-def hosts_through(plan_batches: Sequence[Sequence[str]], number: int) -> list[str]:
-    """The hosts of batches 1..number (those the rollout reached)."""
-    return [host for batch in plan_batches[: int(number)] for host in batch]
+def _nodes_in(batch_hosts: Sequence[str], nodes: Sequence[str]) -> list[str]:
+    return [host for host in batch_hosts if host in nodes]
 
 
-def hosts_after(plan_batches: Sequence[Sequence[str]], number: int) -> list[str]:
-    """The hosts of the batches after ``number`` (those a stop leaves untouched)."""
-    return [host for batch in plan_batches[int(number) :] for host in batch]
+def replica_refusal(hosts: Sequence[str], replicas: Sequence[Mapping[str, Any]]) -> str:
+    """'' when each node group's nodes among the play's ``hosts`` stand next to each other, else the refusal: Ansible's
+    serial cuts the play's hosts in their order, so a group whose nodes are apart could be split by a batch."""
+    for replica in replicas:
+        nodes = list(replica["nodes"])
+        at = [index for index, host in enumerate(hosts) if host in nodes]
+        if len(nodes) > 1 and at and at[-1] - at[0] + 1 != len(at):
+            between = [host for host in hosts[at[0]: at[-1] + 1] if host not in nodes]
+            return (
+                f"sglang_service_nodes_group: node group {replica['name']} ({', '.join(nodes)}) is one replica of the "
+                f"fleet, but the play's hosts have {', '.join(between)} between its nodes; the rollout's batches cut "
+                "the hosts in that order and could split the group, whose nodes restart together. Fix: list the "
+                "group's nodes one after another in the inventory's sglang_hosts group."
+            )
+    return ""
+
+
+def replica_batches(serial: Any, hosts: Sequence[str], replicas: Sequence[Mapping[str, Any]]) -> list[list[dict]]:
+    """The batches of replicas ``serial`` makes (Ansible's rules over the replica count): each replica with its
+    nodes in rank order and those in the play (``in_play``), in the play's order."""
+    named = {str(replica["name"]): replica for replica in replicas}
+    return [[{"name": name, "nodes": list(named[name]["nodes"]), "in_play": _nodes_in(hosts, named[name]["nodes"])}
+             for name in batch] for batch in batches(list(named), serial)]  # fmt: skip
+
+
+def label(name: str, nodes: Sequence[str]) -> str:
+    """How a message names a replica: the host, or the group with its nodes (node_topology.Replica.label)."""
+    return str(name) if list(nodes) == [name] else f"{name} ({', '.join(nodes)})"
 
 
 def outcome_of(row: Mapping[str, Any] | None) -> str:
     return UNREACHABLE if not row else str(row.get("outcome", FAILED))
+
+
+def replica_row(nodes: Sequence[str], rows: Mapping[str, Mapping[str, Any] | None]) -> dict[str, Any] | None:
+    """One replica's row from its nodes' rows (``nodes`` those of the play, rank 0 first): rank 0's, which holds the
+    gate's verdict and the router's part, unless a node failed where rank 0 did not (that node's outcome and why,
+    named) or left no row (unreachable). None when no node left one."""
+    present = {node: dict(rows.get(node) or {}) for node in nodes if rows.get(node)}
+    if not present:
+        return None
+    row = present.get(nodes[0]) or next(iter(present.values()))
+    if outcome_of(row) in FAILING_OUTCOMES and nodes[0] in present:
+        return row
+    for node in nodes:
+        outcome = outcome_of(present.get(node))
+        if outcome == UNREACHABLE:
+            return {**row, "outcome": UNREACHABLE, "message": f"node {node} became unreachable (or failed outside "
+                    "the deploy block) before it reported a verdict"}  # fmt: skip
+        if outcome in FAILING_OUTCOMES:
+            return {**row, "outcome": outcome, "message": f"node {node}: {present[node].get('message') or outcome}"}
+    return row
 
 
 def batch_verdict(
@@ -109,31 +157,29 @@ def batch_verdict(
         message = ""
     elif stop:
         message = (
-            f"Rollout stopped: {len(failed)} of {len(batch_hosts)} host(s) in this batch failed "
+            f"Rollout stopped: {len(failed)} of {len(batch_hosts)} replica(s) in this batch failed "
             f"({share:.0f} % > fleet_rollout_max_fail_percentage {max_fail_percentage} %), so no later batch starts. "
             + " ".join(f"{reason}." if not reason.endswith(".") else reason for reason in reasons)
         )
     else:
         message = (
-            f"{len(failed)} of {len(batch_hosts)} host(s) in this batch failed ({share:.0f} %, within "
+            f"{len(failed)} of {len(batch_hosts)} replica(s) in this batch failed ({share:.0f} %, within "
             f"fleet_rollout_max_fail_percentage {max_fail_percentage} %): the rollout goes on. " + " ".join(reasons)
         )
     return {"stop": stop, "failed": failed, "share": share, "message": message}
 
 
-def report_rows(
-    hosts: Sequence[str], serial: Any, rows: Mapping[str, Mapping[str, Any] | None], reached: Sequence[str]
-) -> list[dict[str, Any]]:
-    """One row per host of the rollout, in batch order: its own row, or ``unreachable`` for a host a batch reached
-    that left none, or ``not started`` for a host no batch reached."""
+def report_rows(replicas: Sequence[Mapping[str, Any]], rows: Mapping[str, Mapping[str, Any] | None],
+                reached: Sequence[str]) -> list[dict[str, Any]]:  # fmt: skip
+    """One row per replica of the rollout (``replicas`` with their batch), in batch order: its row (``rows`` by
+    replica name, replica_row's), or ``unreachable`` for a replica a batch reached that left none, or ``not started``
+    for one no batch reached."""
     out = []
-    for number, batch in enumerate(batches(hosts, serial), start=1):
-        for host in batch:
-            row = dict(rows.get(host) or {})
-            if not row:
-                row = {"outcome": UNREACHABLE if host in reached else NOT_STARTED}
-            row.update({"host": host, "batch": number})
-            out.append(row)
+    for replica in replicas:
+        row = rows.get(str(replica["name"])) or {
+            "outcome": UNREACHABLE if replica["name"] in reached else NOT_STARTED}
+        out.append({**row, "replica": replica["name"], "nodes": list(replica["nodes"]), "host": replica["nodes"][0],
+                    "batch": replica["batch"]})  # fmt: skip
     return out
 
 
@@ -169,7 +215,7 @@ def _leave(row: Mapping[str, Any]) -> str:
 
 
 def report_markdown(rollout: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str:
-    """The fleet report a person reads: the plan, one line per host, and why the rollout stopped if it did."""
+    """The fleet report a person reads: the plan, one line per replica, and why the rollout stopped if it did."""
     counts: dict[str, int] = {}
     for row in rows:
         counts[row["outcome"]] = counts.get(row["outcome"], 0) + 1
@@ -185,7 +231,7 @@ def report_markdown(rollout: Mapping[str, Any], rows: Sequence[Mapping[str, Any]
         lines += ["", f"**Stopped:** {rollout['stopped']}"]
     lines += [
         "",
-        "| batch | host | outcome | old release | new release | serving | verdict | numbers | left the router |",
+        "| batch | replica | outcome | old release | new release | serving | verdict | numbers | left the router |",
         "|---:|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
@@ -197,7 +243,7 @@ def report_markdown(rollout: Mapping[str, Any], rows: Sequence[Mapping[str, Any]
             + " | ".join(
                 _cell(v)
                 for v in (
-                    row.get("batch"), row["host"], row["outcome"], row.get("previous_release"),
+                    row.get("batch"), label(row["replica"], row["nodes"]), row["outcome"], row.get("previous_release"),
                     row.get("candidate"), row.get("serving"), verdict, _numbers(row), _leave(row),
                 )
             )
@@ -314,10 +360,17 @@ class RolloutPolicy:
                                   if spec.name in fact})  # fmt: skip
 
 
-def plan(policy: RolloutPolicy, hosts: Sequence[str], *, rollout_id: str, router: str,
-         reports_dir: str) -> dict[str, Any]:  # fmt: skip
-    """The specgate_rollout fact: the policy, its batches over ``hosts``, the router and the report's directory."""
-    return {"id": rollout_id, **policy.as_fact(), "batches": policy.batches(hosts), "router": router,
+def plan(policy: RolloutPolicy, hosts: Sequence[str], replicas: Sequence[Mapping[str, Any]], *, rollout_id: str,
+         router: str, reports_dir: str) -> dict[str, Any]:  # fmt: skip
+    """The specgate_rollout fact: the policy; its batches of ``replicas`` (each with its nodes and batch number), the
+    hosts of each batch and their count (what the deploy play's serial takes); the router and the report's directory.
+    ``hosts`` are the play's in its order, with each node group's nodes next to each other (replica_refusal)."""
+    by_batch = replica_batches(policy.serial, hosts, replicas)
+    host_batches = [[host for replica in batch for host in replica["in_play"]] for batch in by_batch]
+    return {"id": rollout_id, **policy.as_fact(),
+            "replicas": [{**replica, "batch": number} for number, batch in enumerate(by_batch, start=1)
+                         for replica in batch],
+            "batches": host_batches, "batch_sizes": [len(batch) for batch in host_batches], "router": router,
             "reports_dir": f"{str(reports_dir).rstrip('/')}/{rollout_id}"}  # fmt: skip
 
 
@@ -360,29 +413,39 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _replica_rows(rollout: Mapping[str, Any], hostvars: Mapping[str, Any]) -> dict[str, dict[str, Any] | None]:
+    """Each replica's row (replica_row over its nodes' published specgate_rollout_row), by replica name."""
+    nodes = [host for batch in rollout["batches"] for host in batch]
+    rows = published(hostvars, nodes, "specgate_rollout_row")
+    return {str(replica["name"]): replica_row(list(replica["in_play"]), rows) for replica in rollout["replicas"]}
+
+
 def batch_end(rollout: Mapping[str, Any], hostvars: Mapping[str, Any], host: str) -> dict[str, Any]:
-    """At the end of ``host``'s batch: the batch's verdict over its hosts' published rows (specgate_rollout_row),
-    with the batch's number, the hosts promoted so far, those no batch reached yet, and whether a person approves
-    the next batch before it starts."""
-    plan_batches = [list(batch) for batch in rollout["batches"]]
-    number = next(index for index, batch in enumerate(plan_batches, start=1) if host in batch)
+    """At the end of ``host``'s batch: the batch's verdict over its replicas' rows (a replica without one counts as
+    failed), with the batch's number, the replicas promoted so far, those no batch reached yet, and whether a person
+    approves the next batch before it starts. Replicas are named by label (a group with its nodes)."""
+    replicas = list(rollout["replicas"])
+    number = next(int(replica["batch"]) for replica in replicas if host in replica["in_play"])
+    count = len(rollout["batches"])
     policy = RolloutPolicy.from_fact(rollout)
-    batch = plan_batches[number - 1]
-    verdict = policy.verdict(batch, published(hostvars, batch, "specgate_rollout_row"))
-    everyone = published(hostvars, [h for b in plan_batches for h in b], "specgate_rollout_row")
-    return {**verdict, "number": number, "batch_count": len(plan_batches),
-            "promoted": [h for h, row in everyone.items() if outcome_of(row) == PROMOTED],
-            "not_started": hosts_after(plan_batches, number),
-            "next_batch": plan_batches[number] if number < len(plan_batches) else [],
-            "waits_for_approval": policy.waits_for_approval(number, len(plan_batches), verdict)}  # fmt: skip
+    rows = {label(replica["name"], replica["nodes"]): row
+            for replica, row in zip(replicas, _replica_rows(rollout, hostvars).values(), strict=True)}
+    names = {int(batch): [label(r["name"], r["nodes"]) for r in replicas if int(r["batch"]) == batch]
+             for batch in range(1, count + 1)}
+    verdict = policy.verdict(names[number], {name: rows[name] for name in names[number]})
+    return {**verdict, "number": number, "batch_count": count,
+            "promoted": [name for name, row in rows.items() if outcome_of(row) == PROMOTED],
+            "not_started": [name for batch in range(number + 1, count + 1) for name in names[batch]],
+            "next_batch": names.get(number + 1, []),
+            "waits_for_approval": policy.waits_for_approval(number, count, verdict)}  # fmt: skip
 
 
 def report(rollout: Mapping[str, Any], hostvars: Mapping[str, Any], batch_number: int, stopped: str = "") -> dict:
-    """The fleet report after batch ``batch_number``: {'json': the plan and one row per host, 'markdown': the table}.
-    Every host of the rollout has a row: its own, unreachable (a batch reached it, it left none) or not started."""
-    plan_batches = [list(batch) for batch in rollout["batches"]]
-    hosts = [h for batch in plan_batches for h in batch]
-    rows = report_rows(hosts, rollout["serial"], published(hostvars, hosts, "specgate_rollout_row"),
-                       hosts_through(plan_batches, batch_number))
+    """The fleet report after batch ``batch_number``: {'json': the plan and one row per replica, 'markdown': the
+    table}. Every replica of the rollout has a row: its nodes' merged one, unreachable (a batch reached it, it left
+    none) or not started."""
+    replicas = list(rollout["replicas"])
+    reached = [str(replica["name"]) for replica in replicas if int(replica["batch"]) <= int(batch_number)]
+    rows = report_rows(replicas, _replica_rows(rollout, hostvars), reached)
     shown = {**rollout, "stopped": stopped}
-    return {"json": {"rollout": shown, "hosts": rows}, "markdown": report_markdown(shown, rows)}
+    return {"json": {"rollout": shown, "replicas": rows}, "markdown": report_markdown(shown, rows)}

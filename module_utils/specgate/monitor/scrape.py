@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ansible.module_utils.specgate.common.engine import SglangConfigError
-from ansible.module_utils.specgate.service.node_topology import node_ranks
+from ansible.module_utils.specgate.service.node_topology import replicas
 
 ROUTER_JOB = "sglang-router"
 NODE_JOB = "node"
@@ -89,18 +89,13 @@ def port_of(variable: str, host: str, value: Any) -> int:
 
 
 def replica_of(hosts: Sequence[ReplicaHost], groups: Mapping[str, Sequence[str]]) -> dict[str, str]:
-    """Each host → the host that serves its deployment's API: itself, or rank 0 of its node group (the group's
-    ranks as sglang_service ranks them: node_topology.node_ranks)."""
-    by_name = {host.name: host for host in hosts}
-    replicas = {}
-    for host in hosts:
-        if not host.nodes_group:
-            replicas[host.name] = host.name
-            continue
-        members = list(groups.get(host.nodes_group) or [])
-        explicit = {member: by_name[member].node_rank for member in members if member in by_name}
-        replicas[host.name] = node_ranks(host.nodes_group, members, explicit)[0]
-    return replicas
+    """Each host → the host that serves its deployment's API: itself, or rank 0 of its node group (the fleet's
+    replicas as node_topology.replicas makes them)."""
+    settings = {host.name: {"sglang_service_nodes_group": host.nodes_group, "sglang_service_node_rank": host.node_rank}
+                for host in hosts}
+    names = set(settings)
+    return {node: replica.rank0 for replica in replicas([host.name for host in hosts], settings, groups)
+            for node in replica.nodes if node in names}
 
 
 def _target(address: str, port: int) -> str:
@@ -121,12 +116,12 @@ def prometheus_config(hosts: Sequence[ReplicaHost], routers: Sequence[RouterHost
             "sglang_monitoring_replica_group and sglang_monitoring_router_group at the inventory groups of your "
             "replicas and routers"
         )
-    replicas = replica_of(hosts, groups)
+    api_node = replica_of(hosts, groups)
     jobs: list[dict[str, Any]] = []
     engines = [_static(host.address, host.engine_port,
                        {"host": host.name, "replica": host.name, **({"worker": host.router_worker}
                                                                      if host.router_worker else {})})
-               for host in hosts if replicas[host.name] == host.name]
+               for host in hosts if api_node[host.name] == host.name]
     if engines:
         jobs.append({"job_name": settings.engine_job, "static_configs": engines})
     if routers:
@@ -134,7 +129,7 @@ def prometheus_config(hosts: Sequence[ReplicaHost], routers: Sequence[RouterHost
             _static(router.address, router.metrics_port, {"host": router.name}) for router in routers]})
     if hosts:
         jobs.append({"job_name": NODE_JOB, "static_configs": [
-            _static(host.address, host.node_exporter_port, {"host": host.name, "replica": replicas[host.name]})
+            _static(host.address, host.node_exporter_port, {"host": host.name, "replica": api_node[host.name]})
             for host in hosts]})
     taken = {job["job_name"] for job in jobs}
     for extra in settings.extra_scrape_configs:

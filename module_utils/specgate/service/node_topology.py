@@ -211,3 +211,44 @@ def node_flags(topo: Topology, host: str, sglang_version: str) -> dict[str, Any]
     """Everything one node runs with beyond the single-host config."""
     return {**group_flags(topo, sglang_version), **rank_flags(topo, host)}
 
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One deployment as the fleet sees it: a single host (a node group of one, named after the host) or a node
+    group (named after its inventory group), its nodes in rank order. Rank 0 serves the API: it is what a router
+    knows and what a gate, a drain or a bake asks."""
+
+    name: str
+    nodes: tuple[str, ...]
+
+    @property
+    def rank0(self) -> str:
+        return self.nodes[0]
+
+    @property
+    def label(self) -> str:
+        """How a message names it: the host, or the group with its nodes (``pair (n1, n2)``)."""
+        return self.name if self.nodes == (self.name,) else f"{self.name} ({', '.join(self.nodes)})"
+
+
+def replicas(
+    hosts: Sequence[str], settings_of: Mapping[str, Mapping[str, Any]], groups: Mapping[str, Sequence[str]]
+) -> list[Replica]:
+    """The deployments ``hosts`` belong to, in the order their first host comes in ``hosts``. A host without
+    sglang_service_nodes_group is a replica of its own; a node group is one replica of all its inventory group's
+    members in rank order (node_ranks), wherever they stand and whether or not all of them are in ``hosts``.
+    ``settings_of`` maps a host to its variables (sglang_service_nodes_group, sglang_service_node_rank); a host it
+    lacks has neither. A group's ranks that cannot hold are refused (SglangConfigError, naming the variable)."""
+    out: dict[str, Replica] = {}
+    for host in hosts:
+        group = (settings_of.get(host) or {}).get(_var("nodes_group"))
+        if not group:
+            out.setdefault(host, Replica(host, (host,)))
+            continue
+        if group in out:
+            continue
+        members = list(groups.get(group) or [])
+        ranks = {member: (settings_of.get(member) or {}).get(_var("node_rank")) for member in members}
+        out[group] = Replica(str(group), node_ranks(str(group), members, ranks))
+    return list(out.values())

@@ -294,22 +294,22 @@ def test_a_passing_configuration_reaches_the_fleet_one_batch_at_a_time_without_a
     second_out = next(i for i, (h, t) in enumerate(order) if (h, t[:15]) == ("specgate-fleet-b", "Take the worker"))
     assert canary_back < second_out
     report = the_report(tmp_path)
-    assert [(row["host"], row["batch"], row["outcome"]) for row in report["hosts"]] == [
+    assert [(row["host"], row["batch"], row["outcome"]) for row in report["replicas"]] == [
         ("specgate-fleet-a", 1, "promoted"), ("specgate-fleet-b", 2, "promoted"),
     ]
-    assert report["hosts"][0]["previous_release"] == known["specgate-fleet-a"][0]
-    assert report["hosts"][0]["router"]["drained_s"] is not None
+    assert report["replicas"][0]["previous_release"] == known["specgate-fleet-a"][0]
+    assert report["replicas"][0]["router"]["drained_s"] is not None
     # Each replica left with requests running on it (not one short request at a time), and the drain waited on the
     # long ones still running once the router let it go; the client above still saw none fail.
-    routers = {row["host"]: row["router"] for row in report["hosts"]}
+    routers = {row["host"]: row["router"] for row in report["replicas"]}
     assert min(int(r["in_flight_at_leave"]) for r in routers.values()) >= 1, routers
     assert max(int(r["drain_waited_on"]) for r in routers.values()) >= 1, routers
     (markdown,) = (tmp_path / "reports").glob("*/fleet.md")
     assert "in flight, drained in" in markdown.read_text()
-    assert report["hosts"][0]["bake"]["phase"] == "passed"
-    assert report["hosts"][0]["bake"]["accept_length"] > 2
+    assert report["replicas"][0]["bake"]["phase"] == "passed"
+    assert report["replicas"][0]["bake"]["accept_length"] > 2
     # Its windows, kept for a timeline drawn without Prometheus: each ended within the rollout, in order.
-    windows = report["hosts"][0]["bake"]["windows"]
+    windows = report["replicas"][0]["bake"]["windows"]
     assert len(windows) == 3, windows
     assert all(w["tokens_per_s"] > 0 for w in windows), windows
     assert [w["at"] for w in windows] == sorted(w["at"] for w in windows)
@@ -325,7 +325,7 @@ def test_a_passing_configuration_reaches_the_fleet_one_batch_at_a_time_without_a
         assert [hosts_that_ran(run, task) for task in work] == [[], []], question
     # The timeline: each replica's steps in the order it took them, the canary's all before the second one left,
     # drawn over the curves the fleet's Prometheus (the router's host) recorded meanwhile.
-    marks = {row["host"]: row["marks"] for row in report["hosts"]}
+    marks = {row["host"]: row["marks"] for row in report["replicas"]}
     for name in REPLICAS:
         assert sorted(marks[name], key=marks[name].get) == ["leave", "switch", "gate", "rejoin"], marks
     assert marks["specgate-fleet-a"]["rejoin"] < marks["specgate-fleet-b"]["leave"]
@@ -358,13 +358,13 @@ def test_a_second_replica_whose_candidate_is_worse_is_rolled_back_and_the_canary
     assert "Rollout stopped" in messages
     assert "specgate-fleet-b rolled back" in messages
     assert "spec_gate_min_accept_length" in messages  # the metric and its threshold, with the measured value
-    assert "Hosts already promoted stay promoted (specgate-fleet-a)" in messages
+    assert "Replicas already promoted stay promoted (specgate-fleet-a)" in messages
     now = releases()
     assert now["specgate-fleet-a"][0] != known["specgate-fleet-a"][0]  # the canary switched
     assert now["specgate-fleet-a"][0] == now["specgate-fleet-a"][1]  # and stays promoted
     assert now["specgate-fleet-b"] == known["specgate-fleet-b"]  # back on its old release
     report = the_report(tmp_path)
-    assert [(row["host"], row["batch"], row["outcome"]) for row in report["hosts"]] == [
+    assert [(row["host"], row["batch"], row["outcome"]) for row in report["replicas"]] == [
         ("specgate-fleet-a", 1, "promoted"), ("specgate-fleet-b", 2, "rolled back"),
     ]
     assert "Rollout stopped" in report["rollout"]["stopped"]
@@ -404,7 +404,7 @@ def test_a_bake_that_sees_the_canary_fall_back_to_plain_decoding_rolls_it_back_a
     assert releases() == known  # canary back on its known-good release; the second replica untouched
     assert client.failed == [], client.failed[:5]  # out of the router before the restart back
     report = the_report(tmp_path)
-    rows = {row["host"]: row for row in report["hosts"]}
+    rows = {row["host"]: row for row in report["replicas"]}
     assert rows["specgate-fleet-a"]["outcome"] == "rolled back"
     assert rows["specgate-fleet-a"]["bake"]["phase"] == "failed"
     assert rows["specgate-fleet-b"]["outcome"] == "not started"
@@ -475,7 +475,7 @@ def test_a_drain_that_times_out_leaves_the_replica_unrestarted_and_stops_the_rol
     assert releases() == known  # never switched
     assert engine_started_at("specgate-fleet-a") == started_at  # nor restarted
     report = the_report(tmp_path)
-    assert [(row["host"], row["outcome"]) for row in report["hosts"]] == [
+    assert [(row["host"], row["outcome"]) for row in report["replicas"]] == [
         ("specgate-fleet-a", "failed"), ("specgate-fleet-b", "not started"),
     ]
     # The drain's failure put the canary back: the router lists both replicas healthy again.
@@ -496,7 +496,7 @@ def test_an_unreachable_replica_stops_the_rollout_and_is_reported(tmp_path) -> N
     messages = " ".join(failure_messages(run))
     assert "specgate-fleet-b unreachable" in messages
     report = the_report(tmp_path)
-    assert dict((row["host"], row["outcome"]) for row in report["hosts"])["specgate-fleet-b"] == "unreachable"
+    assert dict((row["host"], row["outcome"]) for row in report["replicas"])["specgate-fleet-b"] == "unreachable"
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -1,5 +1,5 @@
 """spec_sweep refuses a sweep it cannot run cleanly, naming spec_sweep_configs and the fix, before anything
-is deployed. Runs only the validate tag on localhost through ansible-runner."""
+is deployed. Runs only the validate tag, every case in one run over one local host per case."""
 
 from __future__ import annotations
 
@@ -12,13 +12,10 @@ import ansible_runner
 import pytest
 import yaml
 
+from integration.preflight_runner import CaseRuns, run_cases
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PROFILE = str(PROJECT_ROOT / "configs" / "profiles" / "bs8-b4-t4.yml")
-
-
-def run_validate(configs: list, **extra) -> tuple[str, str]:
-    status, stdout, _facts = run_validate_facts(configs, **extra)
-    return status, stdout
 
 
 def run_validate_facts(configs: list, **extra) -> tuple[str, str, dict]:
@@ -55,59 +52,6 @@ CASES = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_a_bad_sweep_is_refused_naming_the_problem(case):
-    configs, expected = CASES[case]
-    status, stdout = run_validate(configs)
-    assert status == "failed", stdout[-2000:]
-    assert " ".join(expected.split()) in " ".join(stdout.split())
-
-
-def test_every_typed_sweep_setting_passed_as_a_command_line_string_is_accepted():
-    from integration.typed_options import typed_defaults_as_strings
-
-    typed = typed_defaults_as_strings("spec_sweep", "validate")
-    assert {"spec_sweep_search", "spec_sweep_tolerance", "spec_sweep_max_repeats", "spec_sweep_restore"} <= set(typed)
-    same = {"sglang_service_drafter_path": "/models/d"}
-    status, stdout = run_validate([{"name": "a", "profile": PROFILE, "vars": same},
-                                   {"name": "b", "profile": PROFILE, "vars": same}], **typed)  # fmt: skip
-    assert status == "successful", stdout[-2000:]
-
-
-@pytest.mark.parametrize(("name", "value", "kind"), [("spec_sweep_search", "perhaps", "bool"),
-                                                     ("spec_sweep_max_repeats", "many", "int")])
-def test_a_sweep_setting_of_the_wrong_type_is_refused_naming_it_and_the_type(name, value, kind):
-    same = {"sglang_service_drafter_path": "/models/d"}
-    status, stdout = run_validate([{"name": "a", "profile": PROFILE, "vars": same}], **{name: value})
-    assert status == "failed"
-    refusal = " ".join(stdout.split())
-    assert name in refusal, stdout[-2000:]
-    assert kind in refusal, stdout[-2000:]
-
-
-def test_a_profile_plus_inline_vars_is_a_good_sweep():
-    same = {"sglang_service_drafter_path": "/models/d"}
-    status, stdout = run_validate([{"name": "a", "profile": PROFILE, "vars": same},
-                                   {"name": "b.2", "profile": PROFILE, "vars": same}])  # fmt: skip
-    assert status == "successful", stdout[-2000:]
-
-
-@pytest.mark.parametrize(
-    ("sweep", "names"),
-    # configs/sweeps/demo.yml is a grid: test_the_shipped_grids_are_good_sweeps
-    [("field-notes", ["bs8-b8-t4", "bs16-b32-t8", "bs8-b4-t4"])],
-)
-def test_the_shipped_sweeps_are_good_sweeps(sweep, names):
-    text = (PROJECT_ROOT / "configs" / "sweeps" / f"{sweep}.yml").read_text()
-    # playbooks/sweep.yml's playbook_dir, which the file's profile paths start from
-    configs = yaml.safe_load(text.replace("{{ playbook_dir }}", str(PROJECT_ROOT / "playbooks")))["spec_sweep_configs"]
-    assert [c["name"] for c in configs] == names
-    # the demo's profiles name their drafters from the demo inventory's catalog
-    demo = yaml.safe_load((PROJECT_ROOT / "inventory/demo/group_vars/sglang_hosts/model.yml").read_text())
-    status, stdout = run_validate(configs, model_weights_drafters=demo["model_weights_drafters"])
-    assert status == "successful", stdout[-2000:]
-
-
 GRID = [{"name": "bs8", "axes": {"algorithm": ["DDTREE"], "block_size": [8], "budget": [4, 8], "topk": [4]}}]
 GRID_CASES = {
     "both": ({"spec_sweep_configs": [{"name": "a", "profile": PROFILE}], "spec_sweep_grid": GRID},
@@ -131,26 +75,86 @@ GRID_CASES = {
     "max_repeats": ({"spec_sweep_grid": GRID, "spec_sweep_max_repeats": -1},
                     "spec_sweep_max_repeats: -1 must be 0 (no repeats while a point serves) or more"),
 }  # fmt: skip
+SAME_DRAFTER = {"sglang_service_drafter_path": "/models/d"}
+# A setting of the wrong type, as a command line gives it: refused naming the setting and the type.
+WRONG_TYPES = {"spec_sweep_search": ("perhaps", "bool"), "spec_sweep_max_repeats": ("many", "int")}
 
 
-@pytest.mark.parametrize("case", GRID_CASES)
-def test_a_bad_grid_sweep_is_refused_naming_the_variable(case):
-    extra, expected = GRID_CASES[case]
-    configs = extra.pop("spec_sweep_configs", [] if "spec_sweep_grid" in extra else [{"name": "a", "profile": PROFILE}])
-    status, stdout = run_validate(configs, **extra)
-    assert status == "failed", stdout[-2000:]
-    assert " ".join(expected.split()) in " ".join(stdout.split())
-
-
-@pytest.mark.parametrize("sweep", ["field-notes-grid", "demo"])
-def test_the_shipped_grids_are_good_sweeps(sweep):
-    grid = yaml.safe_load((PROJECT_ROOT / "configs" / "sweeps" / f"{sweep}.yml").read_text())
-    # the demo's grid names its drafters from the demo inventory's catalog
+def _shipped(sweep: str) -> dict:
+    """A shipped sweep file's settings, with the demo inventory's drafter catalog its profiles and points name."""
+    text = (PROJECT_ROOT / "configs" / "sweeps" / f"{sweep}.yml").read_text()
+    # playbooks/sweep.yml's playbook_dir, which the file's profile paths start from
+    settings = yaml.safe_load(text.replace("{{ playbook_dir }}", str(PROJECT_ROOT / "playbooks")))
     demo = yaml.safe_load((PROJECT_ROOT / "inventory/demo/group_vars/sglang_hosts/model.yml").read_text())
-    status, stdout = run_validate([], spec_sweep_grid=grid["spec_sweep_grid"],
-                                  spec_sweep_search=grid["spec_sweep_search"],
-                                  model_weights_drafters=demo["model_weights_drafters"])  # fmt: skip
-    assert status == "successful", stdout[-2000:]
+    return {**settings, "model_weights_drafters": demo["model_weights_drafters"]}
+
+
+def _refusals() -> dict[str, tuple[dict, str]]:
+    cases = {f"configs_{name}": ({"spec_sweep_configs": configs}, expected)
+             for name, (configs, expected) in CASES.items()}
+    for name, (extra, expected) in GRID_CASES.items():
+        configs = [] if "spec_sweep_grid" in extra else [{"name": "a", "profile": PROFILE}]
+        cases[f"grid_{name}"] = ({"spec_sweep_configs": configs, **extra}, expected)
+    for name, (value, kind) in WRONG_TYPES.items():
+        configs = [{"name": "a", "profile": PROFILE, "vars": SAME_DRAFTER}]
+        cases[f"type_{name}"] = ({"spec_sweep_configs": configs, name: value}, f"{name}|{kind}")
+    return cases
+
+
+def _good() -> dict[str, dict]:
+    from integration.typed_options import typed_defaults_as_strings
+
+    two = [{"name": "a", "profile": PROFILE, "vars": SAME_DRAFTER}, {"name": "b.2", "profile": PROFILE,
+                                                                      "vars": SAME_DRAFTER}]
+    field_notes = _shipped("field-notes")
+    return {
+        "profile_plus_inline_vars": {"spec_sweep_configs": two},
+        # Every typed setting of the sweep as a command line gives it: text.
+        "typed_as_strings": {"spec_sweep_configs": two, **typed_defaults_as_strings("spec_sweep", "validate")},
+        "shipped_field_notes": {"spec_sweep_configs": field_notes["spec_sweep_configs"],
+                                "model_weights_drafters": field_notes["model_weights_drafters"]},
+        **{f"shipped_{sweep.replace('-', '_')}": {"spec_sweep_configs": [], **{
+            key: value for key, value in _shipped(sweep).items()
+            if key in ("spec_sweep_grid", "spec_sweep_search", "model_weights_drafters")}}
+           for sweep in ("field-notes-grid", "demo")},  # configs/sweeps/demo.yml is a grid
+    }
+
+
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory) -> CaseRuns:
+    """Every case's validate step in one run over one local host per case (the role's checks are per host, and each
+    case writes its manifest in a reports directory of its own)."""
+    tmp_path = tmp_path_factory.mktemp("sweep-validate")
+    cases = {name: {**settings, "spec_sweep_reports_dir": str(tmp_path / "reports" / name)}
+             for name, settings in {**{n: c for n, (c, _) in _refusals().items()}, **_good()}.items()}
+    play = [{"hosts": "all", "gather_facts": False, "roles": [{"role": "spec_sweep"}]}]
+    return run_cases(tmp_path, play, cases, cmdline="--tags spec_sweep_validate")
+
+
+@pytest.mark.parametrize("case", sorted(_refusals()))
+def test_a_bad_sweep_is_refused_naming_the_problem(case, judged):
+    _settings, expected = _refusals()[case]
+    assert judged.failures(case), judged.stdout[-2000:]
+    said = judged.said(case)
+    for part in expected.split("|"):  # a wrong type: the setting and the type, each named
+        assert " ".join(part.split()) in said, said[-2000:]
+
+
+@pytest.mark.parametrize("case", sorted(_good()))
+def test_a_good_sweep_passes_validation(case, judged):
+    assert judged.failures(case) == [], judged.said(case)[-2000:]
+    assert any(e["event"] == "runner_on_ok" and e["event_data"].get("task", "").startswith("Expand the grid")
+               for e in judged.events[case])  # it got as far as expanding its points
+
+
+def test_the_shipped_field_notes_sweep_names_its_configs():
+    assert [c["name"] for c in _shipped("field-notes")["spec_sweep_configs"]] == ["bs8-b8-t4", "bs16-b32-t8",
+                                                                                   "bs8-b4-t4"]
+
+
+def test_every_typed_sweep_setting_is_among_the_cases_passed_as_strings():
+    assert {"spec_sweep_search", "spec_sweep_tolerance", "spec_sweep_max_repeats", "spec_sweep_restore"} <= set(
+        _good()["typed_as_strings"])
 
 
 def test_a_grid_of_per_point_drafters_publishes_each_drafter_to_fetch_once_for_the_weights_stage():

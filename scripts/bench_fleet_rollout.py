@@ -196,6 +196,40 @@ class Client:
             thread.join(timeout=150)
 
 
+class Traffic:
+    """Several clients at once (molecule/fleet's tests: long requests, several in flight on every replica when one
+    leaves the router, beside short ones that finish in every bake window), their answers counted together."""
+
+    def __init__(self, *clients: Client) -> None:
+        self.clients = list(clients)
+
+    @property
+    def ok(self) -> int:
+        return sum(client.ok for client in self.clients)
+
+    @property
+    def failed(self) -> list[str]:
+        return [failure for client in self.clients for failure in client.failed]
+
+    def answered_more(self, count: int, deadline_s: float = 30) -> int:
+        """Wait (up to ``deadline_s``) until ``count`` more requests were answered, so requests are seen to keep
+        flowing after the rollout ends (not a fixed sleep); how many more were."""
+        answered = self.ok + len(self.failed)
+        deadline = time.monotonic() + deadline_s
+        while self.ok + len(self.failed) < answered + count and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return self.ok + len(self.failed) - answered
+
+    def __enter__(self) -> Traffic:
+        for client in self.clients:
+            client.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for client in self.clients:
+            client.__exit__(*exc)
+
+
 def deploy(inventory: str, extravars: dict, limit: str | None, name: str, hosts: list[str]) -> Round:
     with tempfile.TemporaryDirectory() as private:
         reports = Path(private) / "reports"

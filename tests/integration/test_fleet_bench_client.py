@@ -42,3 +42,23 @@ def test_the_client_keeps_several_full_length_requests_in_flight_and_counts_each
     assert min(client.lengths) >= 128, client.lengths  # none shorter than half of max_new_tokens
     assert quietest is not None, "no reading between the first answer and the last"
     assert quietest >= 1, quietest
+
+
+def test_traffic_of_several_clients_counts_their_answers_together_and_sees_more_come(tmp_path: Path) -> None:
+    target = testing.write_model_dir(tmp_path / "target", testing.TARGET_CONFIG, weight_bytes=1 << 20)
+    sim = testing.start(["--model-path", str(target)], log_path=tmp_path / "sim.log",
+                        env={"SPECGATE_SIM_LOAD_SECONDS": "0", "SPECGATE_SIM_TIME_SCALE": "0.2"})
+    try:
+        sim.wait_ready()
+        long, short = (fleet_bench.Client(sim.url, None, concurrency=2, max_new_tokens=256),
+                       fleet_bench.Client(sim.url, None, concurrency=1, max_new_tokens=16))
+        with fleet_bench.Traffic(long, short) as traffic:
+            more = traffic.answered_more(6, deadline_s=60)
+    finally:
+        sim.stop()
+    assert more >= 6, more
+    # Once it stopped, its clients' threads have ended: the sums are final.
+    assert (traffic.ok, traffic.failed) == (long.ok + short.ok, long.failed + short.failed)
+    assert traffic.failed == [], traffic.failed[:3]
+    assert long.ok >= 1
+    assert short.ok >= 1

@@ -108,36 +108,13 @@ def hosts_that_ran(run: ansible_runner.Runner, task_prefix: str) -> list[str]:
     ]
 
 
-class RouterTraffic:
+def router_client() -> fleet_bench.Traffic:
     """Requests through the router as scripts/bench_fleet_rollout.py sends them, of two kinds at once: long ones (8 at
     a time, 3500 tokens, a few seconds each on the sim, within the fixture model's 4096 positions), so several run on
     a replica when it leaves and its drain waits on them; and short ones (2 at a time, 16 tokens), so many finish in
     every bake window (the bake's evidence). Capped to outlast a rollout."""
-
-    def __init__(self) -> None:
-        self.clients = [fleet_bench.Client(ROUTER, KEY, 50000, 900, concurrency=8, max_new_tokens=3500),
-                        fleet_bench.Client(ROUTER, KEY, 50000, 900, concurrency=2, max_new_tokens=16)]
-
-    @property
-    def ok(self) -> int:
-        return sum(client.ok for client in self.clients)
-
-    @property
-    def failed(self) -> list[str]:
-        return [failure for client in self.clients for failure in client.failed]
-
-    def __enter__(self) -> RouterTraffic:
-        for client in self.clients:
-            client.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for client in self.clients:
-            client.__exit__(*exc)
-
-
-def router_client() -> RouterTraffic:
-    return RouterTraffic()
+    return fleet_bench.Traffic(fleet_bench.Client(ROUTER, KEY, 50000, 900, concurrency=8, max_new_tokens=3500),
+                               fleet_bench.Client(ROUTER, KEY, 50000, 900, concurrency=2, max_new_tokens=16))
 
 
 def test_converged_fleet_serves_behind_a_ready_router() -> None:
@@ -269,10 +246,7 @@ def test_a_passing_configuration_reaches_the_fleet_one_batch_at_a_time_without_a
         run = rollout(tmp_path, {"sglang_service_extra_env": {**SIM_ENV, "SPECGATE_SIM_SEED": "11"},
                                  "fleet_rollout_bake_seconds": 9, "fleet_rollout_bake_interval": 3})
         # Requests keep flowing after the last replica is back: a few more answered (not a fixed sleep).
-        answered = client.ok + len(client.failed)
-        deadline = time.monotonic() + 30
-        while client.ok + len(client.failed) < answered + 5 and time.monotonic() < deadline:
-            time.sleep(0.1)
+        client.answered_more(5)
     assert run.status == "successful", failure_messages(run)
     assert client.failed == [], client.failed[:5]
     assert client.ok > 20

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from ansible.module_utils.specgate.fleet.worker_drain import read_load
 from specgate_sim import testing
 
@@ -16,25 +17,32 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import bench_fleet_rollout as fleet_bench  # a script, found through the path above
 
 
-def test_the_client_keeps_several_full_length_requests_in_flight_and_counts_each(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def sim(tmp_path_factory):
+    """One sim process for the module's clients (each test waits for its own answers)."""
+    tmp_path = tmp_path_factory.mktemp("sim")
     target = testing.write_model_dir(tmp_path / "target", testing.TARGET_CONFIG, weight_bytes=1 << 20)
-    sim = testing.start(["--model-path", str(target)], log_path=tmp_path / "sim.log",
-                        env={"SPECGATE_SIM_LOAD_SECONDS": "0", "SPECGATE_SIM_TIME_SCALE": "0.2"})
+    server = testing.start(["--model-path", str(target)], log_path=tmp_path / "sim.log",
+                           env={"SPECGATE_SIM_LOAD_SECONDS": "0", "SPECGATE_SIM_TIME_SCALE": "0.2"})
     try:
-        sim.wait_ready()
-        busiest, quietest = 0, None
-        with fleet_bench.Client(sim.url, None, concurrency=4, max_new_tokens=256) as client:
-            deadline = time.monotonic() + 60
-            while client.ok < 8 and time.monotonic() < deadline:
-                answered = client.ok
-                load, _ = read_load(sim.url)
-                in_flight = load.running + load.waiting if load else 0
-                busiest = max(busiest, in_flight)
-                if 0 < answered < 8:  # between the first answer and the last counted one
-                    quietest = in_flight if quietest is None else min(quietest, in_flight)
-                time.sleep(0.05)
+        server.wait_ready()
+        yield server
     finally:
-        sim.stop()
+        server.stop()
+
+
+def test_the_client_keeps_several_full_length_requests_in_flight_and_counts_each(sim) -> None:
+    busiest, quietest = 0, None
+    with fleet_bench.Client(sim.url, None, concurrency=4, max_new_tokens=256) as client:
+        deadline = time.monotonic() + 60
+        while client.ok < 8 and time.monotonic() < deadline:
+            answered = client.ok
+            load, _ = read_load(sim.url)
+            in_flight = load.running + load.waiting if load else 0
+            busiest = max(busiest, in_flight)
+            if 0 < answered < 8:  # between the first answer and the last counted one
+                quietest = in_flight if quietest is None else min(quietest, in_flight)
+            time.sleep(0.05)
     assert client.failed == [], client.failed[:3]
     assert client.ok >= 8
     assert busiest >= 3, busiest  # one request at a time would read at most 1
@@ -44,18 +52,11 @@ def test_the_client_keeps_several_full_length_requests_in_flight_and_counts_each
     assert quietest >= 1, quietest
 
 
-def test_traffic_of_several_clients_counts_their_answers_together_and_sees_more_come(tmp_path: Path) -> None:
-    target = testing.write_model_dir(tmp_path / "target", testing.TARGET_CONFIG, weight_bytes=1 << 20)
-    sim = testing.start(["--model-path", str(target)], log_path=tmp_path / "sim.log",
-                        env={"SPECGATE_SIM_LOAD_SECONDS": "0", "SPECGATE_SIM_TIME_SCALE": "0.2"})
-    try:
-        sim.wait_ready()
-        long, short = (fleet_bench.Client(sim.url, None, concurrency=2, max_new_tokens=256),
-                       fleet_bench.Client(sim.url, None, concurrency=1, max_new_tokens=16))
-        with fleet_bench.Traffic(long, short) as traffic:
-            more = traffic.answered_more(6, deadline_s=60)
-    finally:
-        sim.stop()
+def test_traffic_of_several_clients_counts_their_answers_together_and_sees_more_come(sim) -> None:
+    long, short = (fleet_bench.Client(sim.url, None, concurrency=2, max_new_tokens=256),
+                   fleet_bench.Client(sim.url, None, concurrency=1, max_new_tokens=16))
+    with fleet_bench.Traffic(long, short) as traffic:
+        more = traffic.answered_more(6, deadline_s=60)
     assert more >= 6, more
     # Once it stopped, its clients' threads have ended: the sums are final.
     assert (traffic.ok, traffic.failed) == (long.ok + short.ok, long.failed + short.failed)

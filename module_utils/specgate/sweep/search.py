@@ -20,8 +20,10 @@ standard error, from the runs' pooled relative spread; a ratio by two. No branch
 step counts as a fall only when it is one beyond that noise. A crashed or refused point is finished and carries no
 value: the bounds step over it to the next measured point past it, and the report names it.
 
-Order: first both ends of every line (they bracket the rest of it), then the live point nearest its line's best
-measured point (where a peak is, the bounds tighten fastest), the highest bound first among equals. `propose` is
+Order: first both ends of every line (they bracket the rest of it), then the live points of the most promising line
+(the one whose best measured point comes nearest the best of some use case: the likeliest to hold a winner, and once
+measured along its budgets it bounds every other line through their ratio, assumption 3), nearest that line's best
+measured point first (where a peak is, the bounds tighten fastest), the highest bound first among equals. `propose` is
 stateless: it reads only the rows so far, so a playbook can launch one point, write its row and ask again, and a
 resumed sweep continues where the rows on disk leave it.
 
@@ -142,6 +144,7 @@ class _Space:
         self.scores = scores
         self.noise = relative_noise(scores)
         self._best: dict[str, tuple[Point, float] | None] = {}
+        self._promise: dict[tuple, float] = {}
         self.metrics = sorted({m for values in scores.values() if values for m in values})
 
     def value(self, point: Point, metric: str) -> float | None:
@@ -169,6 +172,16 @@ class _Space:
                 others.setdefault(line_of(q), {})[_budget(q)] = v
         bounds += [ratio_bound(_budget(point), mine, theirs, self.noise) for theirs in others.values()]
         return min(bounds)
+
+    def promise(self, point: Point) -> float:
+        """How near the best of some use case the best measured point of ``point``'s line comes (its share of that
+        best; 0 while nothing on the line has a value), worked out once per line and proposal."""
+        line = line_of(point)
+        if line not in self._promise:
+            shares = [v / top[1] for metric in self.metrics if (top := self.best(metric)) is not None and top[1] > 0
+                      for q in self.points if line_of(q) == line and (v := self.value(q, metric)) is not None]
+            self._promise[line] = max(shares, default=0.0)
+        return self._promise[line]
 
     def steps_from_best(self, point: Point, metric: str | None) -> int:
         """How many points along its line ``point`` is from the line's best measured point for ``metric``."""
@@ -229,8 +242,8 @@ def propose(points: Sequence[Point], scores: Scores, tolerance: float = DEFAULT_
         ends = [p for p in _line_ends(points) if p in live]
         if ends:
             return Proposal((ends[0],))
-        return Proposal((min(live, key=lambda p: (space.steps_from_best(p, reach[p.name][1]), -reach[p.name][0],
-                                                  p.cost())),))  # fmt: skip
+        return Proposal((min(live, key=lambda p: (-space.promise(p), space.steps_from_best(p, reach[p.name][1]),
+                                                  -reach[p.name][0], p.cost())),))  # fmt: skip
     pruned = {p.name: f"bounded at {reach[p.name][0]:.1%} of the best {reach[p.name][1]} it must beat, and lower "
                       "on the other use cases" for p in todo}  # fmt: skip
     return Proposal((), pruned, tuple(_notes(space, todo, reach)))

@@ -46,23 +46,27 @@ EAGLE_FAMILY = ("EAGLE3", "NEXTN")
 
 @dataclass(frozen=True)
 class SpecKnob:
-    """A speculative setting: the algorithms it applies to, and its short form in a release's label (bs16)."""
+    """A speculative setting: the algorithms it applies to, its short form in a release's label (bs16), and where the
+    sweep names it otherwise than by its key, its grid axis (the field notes' budget, topk, window) and the prefix of
+    its value in a plot's legend (default: the axis and a space)."""
 
     applies_to: tuple[str, ...]
     label: str
+    axis: str | None = None
+    legend: str | None = None
 
 
 # Keys that only mean something for some algorithms, in the order a release's label names them, as the field notes
 # wrote labels (dflash-bs16-b32-t8: block size, budget, top-k).
 SPEC_KEYS = {
-    "block_size": SpecKnob(DFLASH_FAMILY, "bs"),
-    "ddtree_budget": SpecKnob(("DDTREE",), "b"),
-    "ddtree_topk": SpecKnob(("DDTREE",), "t"),
+    "block_size": SpecKnob(DFLASH_FAMILY, "bs", legend="bs"),
+    "ddtree_budget": SpecKnob(("DDTREE",), "b", axis="budget"),
+    "ddtree_topk": SpecKnob(("DDTREE",), "t", axis="topk", legend="top-k "),
     "num_steps": SpecKnob(EAGLE_FAMILY, "s"),
     "eagle_topk": SpecKnob(EAGLE_FAMILY, "k"),
     # DDTREE sizes its verify width from the budget (budget + 1), so draft tokens are not a DDTREE knob.
     "num_draft_tokens": SpecKnob(("DFLASH", *EAGLE_FAMILY), "n"),
-    "draft_window": SpecKnob(DFLASH_FAMILY, "w"),
+    "draft_window": SpecKnob(DFLASH_FAMILY, "w", axis="window"),
 }
 # drafter_path/_revision (from the model_weights facts) and draft_attention_backend (a hardware choice, set by
 # the parallel presets) are not in SPEC_KEYS: they hold whatever the profile, and "none" just does not render them.

@@ -16,19 +16,24 @@ from typing import Any
 import jinja2
 from ansible.module_utils.specgate.service.sglang_flags import ALGORITHMS, DFLASH_FAMILY, EAGLE_FAMILY, SPEC_KEYS, var
 
-# A grid's axes: the algorithm and each speculative setting (sglang_flags.SPEC_KEYS), under the name the field notes'
-# sweep gives it where that is shorter than the setting's own (budget, topk, window).
-_AXIS_NAMES = {"ddtree_budget": "budget", "ddtree_topk": "topk", "draft_window": "window"}
-AXIS_VARS = {"algorithm": var("algorithm"), **{_AXIS_NAMES.get(key, key): var(key) for key in SPEC_KEYS}}
+
+def axis_name(key: str) -> str:
+    """A speculative setting's grid axis: the name the field notes' sweep gives it where that is shorter than the
+    setting's own (budget, topk, window; sglang_flags.SPEC_KEYS says which), else its key."""
+    return SPEC_KEYS[key].axis or key
+
+
+# A grid's axes: the algorithm and each speculative setting (sglang_flags.SPEC_KEYS).
+AXIS_VARS = {"algorithm": var("algorithm"), **{axis_name(key): var(key) for key in SPEC_KEYS}}
 BLOCK_ALGORITHMS = DFLASH_FAMILY  # a block, a budget and a window (the field notes' sweep)
 DRAFT_MODEL_ALGORITHMS = EAGLE_FAMILY  # steps, top-k and draft tokens (NEXTN: the model's own MTP layers)
 BASELINE = ALGORITHMS[0]  # "none", no speculation: the baseline every speed-up is measured against
 # Which axes each kind of algorithm takes; the others must not be set for it. A draft-model algorithm takes the settings
 # that apply to it; a block algorithm the DFlash family's own (draft tokens, which DFLASH shares with the draft-model
 # algorithms, is not a block axis: a DFLASH chain's verify width is its block size).
-EAGLE_AXES = tuple(_AXIS_NAMES.get(key, key) for key, knob in SPEC_KEYS.items()
+EAGLE_AXES = tuple(axis_name(key) for key, knob in SPEC_KEYS.items()
                    if set(knob.applies_to) & set(DRAFT_MODEL_ALGORITHMS))  # fmt: skip
-_BLOCK_AXES = {_AXIS_NAMES.get(key, key) for key, knob in SPEC_KEYS.items()
+_BLOCK_AXES = {axis_name(key) for key, knob in SPEC_KEYS.items()
                if not set(knob.applies_to) & set(DRAFT_MODEL_ALGORITHMS)}  # fmt: skip
 ALGORITHM_AXES = {
     BASELINE: set(),

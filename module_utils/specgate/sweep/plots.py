@@ -18,6 +18,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from ansible.module_utils.specgate.service.sglang_flags import SPEC_KEYS
+from ansible.module_utils.specgate.sweep.grid import axis_name
 from matplotlib.figure import Figure
 
 
@@ -26,9 +28,14 @@ def _ok(rows: Sequence[Mapping]) -> list[Mapping]:
 
 
 LINE_STYLES = ("-", "--", ":", "-.")
-# How a setting of a point reads in a legend (spec_sweep_plot_by names them).
-SETTING_LABELS = {"algorithm": "", "block_size": "bs", "budget": "budget ", "topk": "top-k ", "window": "window ",
-                  "parallel": "", "drafter": "drafter "}  # fmt: skip
+# How a setting of a point reads in a legend (spec_sweep_plot_by names them): a speculative setting as
+# sglang_flags.SPEC_KEYS says, the algorithm and the parallel preset by their value alone.
+SETTING_LABELS = {
+    "algorithm": "",
+    "parallel": "",
+    "drafter": "drafter ",
+    **{axis_name(key): knob.legend or f"{axis_name(key)} " for key, knob in SPEC_KEYS.items()},
+}
 
 
 def _colour(index: int) -> tuple:

@@ -58,7 +58,7 @@ def test_after_the_ends_the_line_nearest_a_best_is_measured_first():
     it bounds the other lines through their ratio. Here the top-k 6 line leads at both ends, so its interior comes
     before the top-k 4 line's, which leads nowhere."""
     points = [p for p in lattice() if p.window is None]
-    ends = {p.name: p for p in points if p.budget in (4, 16)}
+    ends = [p.name for p in points if p.budget in (4, 16)]
     values = {"bs8-b4-t4": 90.0, "bs8-b16-t4": 92.0, "bs8-b4-t6": 98.0, "bs8-b16-t6": 100.0}
     scores = {name: {"speed_c1_short": Measured(values[name], 3, 0.0)} for name in ends}
     assert propose(points, scores).points[0].name in ("bs8-b8-t6", "bs8-b12-t6")

@@ -72,6 +72,14 @@ def line_of(point: Point) -> tuple:
     return (point.branch(), point.topk or 0)
 
 
+def lines_of(points: Sequence[Point]) -> dict[tuple, list[Point]]:
+    """The grid's lines (line_of), each with its points in budget order."""
+    lines: dict[tuple, list[Point]] = {}
+    for point in points:
+        lines.setdefault(line_of(point), []).append(point)
+    return {key: sorted(line, key=_budget) for key, line in lines.items()}
+
+
 def _budget(point: Point) -> float:
     """Where a point sits on its line: a DDTree's budget, a DFlash chain's tokens drafted per step (block size - 1)."""
     if point.algorithm == "DFLASH":
@@ -143,6 +151,7 @@ class _Space:
         self.points = list(points)
         self.scores = scores
         self.noise = relative_noise(scores)
+        self.lines = lines_of(self.points)
         self._best: dict[str, tuple[Point, float] | None] = {}
         self._promise: dict[tuple, float] = {}
         self.metrics = sorted({m for values in scores.values() if values for m in values})
@@ -159,7 +168,7 @@ class _Space:
         return self._best[metric]
 
     def bound(self, point: Point, metric: str) -> float:
-        line = [q for q in self.points if line_of(q) == line_of(point)]
+        line = self.lines[line_of(point)]
         along_budget = [(_budget(q), v) for q in line if q is not point and (v := self.value(q, metric)) is not None]
         across_topk = [(_log_topk(q), v) for q in self.points if q is not point and q.branch() == point.branch()
                        and _budget(q) == _budget(point) and (v := self.value(q, metric)) is not None]  # fmt: skip
@@ -179,13 +188,13 @@ class _Space:
         line = line_of(point)
         if line not in self._promise:
             shares = [v / top[1] for metric in self.metrics if (top := self.best(metric)) is not None and top[1] > 0
-                      for q in self.points if line_of(q) == line and (v := self.value(q, metric)) is not None]
+                      for q in self.lines[line] if (v := self.value(q, metric)) is not None]  # fmt: skip
             self._promise[line] = max(shares, default=0.0)
         return self._promise[line]
 
     def steps_from_best(self, point: Point, metric: str | None) -> int:
         """How many points along its line ``point`` is from the line's best measured point for ``metric``."""
-        line = sorted((q for q in self.points if line_of(q) == line_of(point)), key=_budget)
+        line = self.lines[line_of(point)]
         measured = [q for q in line if metric is not None and self.value(q, metric) is not None]
         if not measured:
             return 0
@@ -209,13 +218,9 @@ class _Space:
 
 
 def _line_ends(points: Sequence[Point]) -> list[Point]:
-    lines: dict[tuple, list[Point]] = {}
-    for point in points:
-        lines.setdefault(line_of(point), []).append(point)
     ends = []
-    for line in lines.values():
-        ordered = sorted(line, key=_budget)
-        ends += [p for p in (ordered[0], ordered[-1]) if p not in ends]
+    for line in lines_of(points).values():
+        ends += [p for p in (line[0], line[-1]) if p not in ends]
     return ends
 
 

@@ -64,11 +64,20 @@ class Run:
         return sum(self.stats.get("changed", {}).values())
 
 
+def scenario_connection(instance: str) -> dict:
+    """How molecule reaches ``instance`` (its inventory's host vars: SSH as the ordinary account for a platform with
+    an ssh_port), or root over podman outside molecule."""
+    inventory = os.environ.get("MOLECULE_INVENTORY_FILE")
+    if not inventory:
+        return {"ansible_connection": "containers.podman.podman"}
+    return yaml.safe_load(Path(inventory).read_text())["all"]["hosts"][instance]
+
+
 def run_playbook(
     instance: str, playbook: Path, extravars: dict | None = None, cmdline: str = "", connection: dict | None = None
 ) -> Run:
     """ansible-playbook through ansible-runner, with the scenario vars plus ``extravars``; ``connection`` replaces
-    the podman connection's host vars (the overhead benchmark reaches the same container over SSH)."""
+    the scenario's host vars (the overhead benchmark reaches the same container over SSH)."""
     venv_bin = str(Path(sys.executable).parent)
     with tempfile.TemporaryDirectory(prefix="sgsvc-runner-") as private:
         start = time.monotonic()
@@ -79,7 +88,7 @@ def run_playbook(
                 "all": {
                     "children": {
                         "sglang_hosts": {
-                            "hosts": {instance: connection or {"ansible_connection": "containers.podman.podman"}}
+                            "hosts": {instance: connection or scenario_connection(instance)}
                         }
                     }
                 }
@@ -88,7 +97,6 @@ def run_playbook(
             cmdline=cmdline or None,
             envvars={
                 "ANSIBLE_CONFIG": str(PROJECT / "ansible.cfg"),
-                "ANSIBLE_PIPELINING": "true",
                 "PATH": venv_bin + os.pathsep + os.environ.get("PATH", ""),
             },
             quiet=True,

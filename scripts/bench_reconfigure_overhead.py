@@ -10,11 +10,10 @@ The host is the service scenario's container with the sim engine loading for a f
 The sim loads for --load-seconds (default 360 s: the field's lower bound for Kimi K2.6, 6-10 min, one load
 measured 615 s); a shorter load (say 5 s) gives the same overhead in a minute, with a meaningless ratio.
 
-Over SSH, as real hosts are reached (the test bed's image has no sshd: install one in the container first):
+Over SSH, as real hosts are reached (and as the scenario itself reaches its host: sshd on 127.0.0.1:31022, the
+ordinary account deployer with sudo, the key id_ed25519 in the scenario's ephemeral directory, molecule/shared/create.yml):
 
-    podman exec specgate-service apt-get install -y openssh-server   # then a key in /root/.ssh/authorized_keys
-    # and /etc/ssh/sshd_config.d/bench.conf: "Port 2299" "ListenAddress 127.0.0.1"; systemctl restart ssh
-    .venv/bin/python scripts/bench_reconfigure_overhead.py --ssh 2299:/path/to/private-key
+    .venv/bin/python scripts/bench_reconfigure_overhead.py --ssh 31022:$HOME/.ansible/tmp/molecule.*.service/id_ed25519
 
 Each round deploys the other of two configs (block size 8 <-> 16 with its drafter) through ansible-runner,
 exactly as `ansible-playbook deploy.yml -e @config` would run the sglang_service stage. The engine's load
@@ -49,8 +48,8 @@ def main() -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument(
         "--ssh", metavar="PORT:KEY",
-        help="reach the container over SSH (root@127.0.0.1:PORT with private key KEY) instead of podman exec, "
-        "as a real host is reached; the container needs an sshd on that port",
+        help="reach the container over SSH (deployer@127.0.0.1:PORT with private key KEY, becoming root with sudo) "
+        "instead of root over podman exec, as a real host is reached",
     )  # fmt: skip
     args = parser.parse_args()
 
@@ -60,7 +59,7 @@ def main() -> int:
         port, key = args.ssh.split(":", 1)
         connection = {
             "ansible_connection": "ansible.builtin.ssh", "ansible_host": "127.0.0.1", "ansible_port": int(port),
-            "ansible_user": "root", "ansible_ssh_private_key_file": key,
+            "ansible_user": "deployer", "ansible_ssh_private_key_file": key,
             "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
         }  # fmt: skip
     rounds = []

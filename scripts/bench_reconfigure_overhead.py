@@ -11,7 +11,8 @@ The sim loads for --load-seconds (default 360 s: the field's lower bound for Kim
 measured 615 s); a shorter load (say 5 s) gives the same overhead in a minute, with a meaningless ratio.
 
 Over SSH, as real hosts are reached (and as the scenario itself reaches its host: sshd on 127.0.0.1:31022, the
-ordinary account deployer with sudo, the key id_ed25519 in the scenario's ephemeral directory, molecule/shared/create.yml):
+ordinary account deployer with sudo, the key id_ed25519 in the scenario's ephemeral directory;
+molecule/shared/create.yml):
 
     .venv/bin/python scripts/bench_reconfigure_overhead.py --ssh 31022:$HOME/.ansible/tmp/molecule.*.service/id_ed25519
 

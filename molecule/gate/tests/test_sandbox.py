@@ -81,7 +81,7 @@ def answer(code: str) -> dict:
 
 
 def spec_code_eval(tmp_path: Path, answers: list[dict]) -> dict:
-    """spec_code_eval on the host, as root (as bench.yml runs it), over one run of pending answers."""
+    """spec_code_eval on the host, as root (bench.yml's block becomes root), over one run of pending answers."""
     run = {"run": 1, "cells": [], "sets": {}, "eval": {"pending": True, "answers": answers}}
     bench = {"schema": "specgate.bench/v1", "server": {}, "runs": [run]}
     args = {"bench": bench, "python": PYTHON, "timeout_s": 5, "inaccessible_paths": [f"{BASE}/releases"]}
@@ -91,6 +91,7 @@ def spec_code_eval(tmp_path: Path, answers: list[dict]) -> dict:
         module="spec_code_eval",
         module_args=json.dumps(args),
         inventory=os.environ["MOLECULE_INVENTORY_FILE"],
+        cmdline="--become",  # the scenario logs in as an ordinary user
         quiet=True,
         envvars={"ANSIBLE_CONFIG": str(PROJECT / "ansible.cfg"), "ANSIBLE_FACT_CACHING": "memory"},
     )

@@ -116,6 +116,13 @@ def router_traffic() -> fleet_bench.Traffic:
                                fleet_bench.Client(ROUTER, KEY, 50000, 900, concurrency=2, max_new_tokens=16))
 
 
+def running_on_pair() -> float:
+    """Requests running on the pair's rank 0, as its /metrics says."""
+    text = httpx.get(f"http://127.0.0.1:{PORT}/metrics", headers={"Authorization": f"Bearer {KEY}"}, timeout=10).text
+    lines = [line for line in text.splitlines() if line.startswith("sglang:num_running_reqs")]
+    return sum(float(line.rsplit(" ", 1)[1]) for line in lines)
+
+
 def failure_messages(run: ansible_runner.Runner) -> str:
     return " ".join(str(e["event_data"].get("res", {}).get("msg", ""))
                     for e in run.events if e.get("event") == "runner_on_failed")
@@ -211,6 +218,9 @@ def test_a_rollout_takes_the_pair_out_at_rank_0_restarts_both_nodes_and_puts_it_
     single host's batch."""
     before = {name: pointers(name)[0] for name in (RANK0, RANK1, SINGLE)}
     with router_traffic() as client:
+        deadline = time.monotonic() + 60  # the client's long requests reach the pair before the rollout starts
+        while running_on_pair() < 1 and time.monotonic() < deadline:
+            time.sleep(0.5)
         run = deploy(tmp_path, {"sglang_service_extra_env": {**PAIR_ENV, "SPECGATE_SIM_SEED": str(int(PAIR_ENV[
             "SPECGATE_SIM_SEED"]) + 1)}})
         client.answered_more(3)  # requests keep flowing once the rollout is over

@@ -31,6 +31,11 @@ sys.path.insert(0, str(PROJECT / "scripts"))
 import bench_fleet_rollout as fleet_bench  # noqa: E402 - the benchmark's client, found through the path above
 from run_changes import host_changes, report_writes  # noqa: E402 - a script module, found through the path above
 
+# The drain's own reading of a worker's queue, as Ansible imports it (testinfra runs without tests/conftest.py).
+sys.path.insert(0, str(PROJECT / "local_collections"))
+import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: E402, F401 - module_utils on the path
+from ansible.module_utils.specgate.fleet.worker_drain import LOADS_PATH, parse_loads  # noqa: E402 - path set above
+
 BASE = "/opt/specgate"
 RANK0, RANK1, SINGLE = "specgate-fleet-a", "specgate-fleet-b", "specgate-fleet-c"
 PORT, SINGLE_PORT = 36010, 36002
@@ -116,11 +121,11 @@ def router_traffic() -> fleet_bench.Traffic:
                                fleet_bench.Client(ROUTER, KEY, 50000, 900, concurrency=2, max_new_tokens=16))
 
 
-def running_on_pair() -> float:
-    """Requests running on the pair's rank 0, as its /metrics says."""
-    text = httpx.get(f"http://127.0.0.1:{PORT}/metrics", headers={"Authorization": f"Bearer {KEY}"}, timeout=10).text
-    lines = [line for line in text.splitlines() if line.startswith("sglang:num_running_reqs")]
-    return sum(float(line.rsplit(" ", 1)[1]) for line in lines)
+def running_on_pair() -> int:
+    """Requests running on the pair's rank 0, read as the drain reads them (the report's in_flight_at_leave)."""
+    answer = httpx.get(f"http://127.0.0.1:{PORT}{LOADS_PATH}", headers={"Authorization": f"Bearer {KEY}"}, timeout=10)
+    load = parse_loads(answer.json()) if answer.status_code == 200 else None
+    return load.running if load else 0
 
 
 def failure_messages(run: ansible_runner.Runner) -> str:

@@ -26,6 +26,7 @@ CONTROLLER_ONLY = {
     "test_monitor_textfile": "sglang_monitoring_textfile is a filter: prometheus_client renders it on the controller",
     "test_run_changes": "scripts/run_changes.py reads ansible-runner events on the controller",
     "test_failure_reasons": "scripts/failure_reasons.py reads test reports on the machine that runs the suite",
+    "test_fast_tier_guard": "the root conftest.py's guard runs in the suite's own pytest",
     "test_engine_plan": "library/sglang_env_plan plans the engine on the controller (packaging reads its pins)",
     "test_include_loops": "reads playbooks/, roles/ and molecule/ YAML",
     "test_install_collections": "scripts/install_collections.py runs on the controller",

@@ -125,14 +125,18 @@ class ModelTokenizer:
             return pieces, [text.token_id(p) for p in pieces]
         rng = random.Random(seed)
         words: list[str] = []
+        length = 0  # of the text so far: each word and the space before it (kept as words come, not summed again)
         pieces: list[str] = []
         ids: list[int] = []
         while len(ids) < n_tokens:
             # a token is at least one character of this ASCII text, so this many more characters suffice or close
-            while sum(len(w) + 1 for w in words) < 2 * n_tokens + 8 or not words:
+            while length < 2 * n_tokens + 8 or not words:
                 words.append(rng.choice(text.FILLER_WORDS))
+                length += len(words[-1]) + 1
             pieces, ids = self.split(" " + " ".join(words))
-            words.extend(rng.choice(text.FILLER_WORDS) for _ in range(8))
+            more = [rng.choice(text.FILLER_WORDS) for _ in range(8)]
+            words += more
+            length += sum(len(w) + 1 for w in more)
         return pieces[:n_tokens], ids[:n_tokens]
 
 

@@ -1,6 +1,7 @@
-"""The fast tier stays fast (scripts/test --no-molecule leaves out the tests marked slow): a test whose setup and call
-ran longer than SLOW_AFTER_S without the marker is named at the end of the run, so it is marked when it grows, not
-found later in the tier's time. Molecule's verify tests (molecule/*/tests, also under this rootdir) are not tiered."""
+"""The fast tier stays fast (scripts/test --no-molecule leaves out the tests marked slow): a test whose call ran longer
+than SLOW_AFTER_S without the marker is named at the end of the run, so it is marked when it grows, not found later in
+the tier's time. The call alone: a module's shared fixture (a sim, SGLang's resolver) is set up once, in whichever of
+its tests runs first. Molecule's verify tests (molecule/*/tests, also under this rootdir) are not tiered."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ _unmarked: dict[str, float] = {}
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     tiered = not report.nodeid.startswith("molecule/")
-    if tiered and report.when in ("setup", "call") and not {"slow", "molecule"} & set(report.keywords):
-        _unmarked[report.nodeid] = _unmarked.get(report.nodeid, 0.0) + report.duration
+    if tiered and report.when == "call" and not {"slow", "molecule"} & set(report.keywords):
+        _unmarked[report.nodeid] = report.duration
 
 
 def pytest_terminal_summary(terminalreporter) -> None:

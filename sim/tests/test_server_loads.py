@@ -225,6 +225,7 @@ def test_metrics_has_help_and_type_for_every_family_and_no_created_samples(serve
     assert families["sglang:get_loads_duration_seconds"].type == "histogram"
 
 
+@pytest.mark.slow
 def test_v1_loads_and_metrics_agree_while_busy_and_both_fall_to_zero_once_drained(
     slow_steps: testing.SimProcess,
 ) -> None:

@@ -57,6 +57,9 @@ PLAYBOOK = """
         - ansible.builtin.import_role: {name: fleet_rollout, tasks_from: finish}
 """
 
+# Each test runs the rollout playbook over several local hosts: the slow tier (scripts/test --no-molecule --slow).
+pytestmark = pytest.mark.slow
+
 
 def run(tmp_path: Path, hosts: list[str], group_vars: dict, fail_hosts: list[str] | None = None,
         host_vars: dict | None = None, *, limit: str | None = None,

@@ -130,6 +130,7 @@ def test_a_node_whose_venv_differs_would_run_another_release_and_is_refused_nami
     assert "Nothing was changed on any node" in text
 
 
+@pytest.mark.slow
 def test_a_node_holding_another_weights_revision_is_refused_naming_it():
     def fact(target: str) -> dict:
         return {"target_path": "/models/target", "target_revision": target, "drafter_path": "/models/drafter",

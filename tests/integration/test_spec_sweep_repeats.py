@@ -40,6 +40,7 @@ def row(point, latency: list[float], digest: str, **values: float) -> dict:
                         "tok_s_cmax": [throughput] * 3}}  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_point_within_noise_repeats_its_latency_cells_in_rounds_while_it_serves_until_its_budget(tmp_path, sim):
     points = expand(GRID)
     digest = build(points, CONDITIONS).conditions_digest

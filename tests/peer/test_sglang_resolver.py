@@ -128,6 +128,7 @@ def test_every_launcher_check_runs_on_every_version(version, peer_results):
     assert tuple(result["launcher_checks"]) == LAUNCHER_CHECKS_DFLASH
 
 
+@pytest.mark.slow
 def test_config_check_logic_reports_sglangs_rejection_end_to_end(model_dirs, tmp_path, monkeypatch):
     """What sglang_config_check runs on a host (driver written to a temp file, run by another Python)."""
     from ansible.module_utils.specgate.service.sglang_resolve import check_config
@@ -142,6 +143,7 @@ def test_config_check_logic_reports_sglangs_rejection_end_to_end(model_dirs, tmp
     assert result.message == "ValueError: Currently DFLASH speculative decoding only supports pp_size == 1."
 
 
+@pytest.mark.slow
 def test_config_check_refuses_what_only_the_launcher_refuses_end_to_end(model_dirs, tmp_path, monkeypatch):
     """sglang_config_check's own code path (driver shipped to a temp file, another Python) on the issue's example,
     on the oldest supported version (the table above covers every version through the same driver)."""

@@ -28,16 +28,19 @@ def keys(messages) -> dict:
     return gen.by_key(messages)
 
 
+@pytest.mark.slow
 def test_the_doc_has_an_entry_for_every_message(keys):
     report = gen.check(ROOT)
     assert not report.missing, "\n".join(report.lines())
 
 
+@pytest.mark.slow
 def test_the_doc_has_no_entry_for_a_message_that_is_gone():
     report = gen.check(ROOT)
     assert not report.stale, "\n".join(report.lines())
 
 
+@pytest.mark.slow
 def test_every_entry_has_its_cause_and_fix_written():
     report = gen.check(ROOT)
     assert not report.unwritten, "\n".join(report.lines())

@@ -6,6 +6,11 @@ import importlib.util
 import re
 from pathlib import Path
 
+import pytest
+
+# Each runs the benchmark's playbooks over a 550 GB and a 1 GB snapshot: the slow tier.
+pytestmark = pytest.mark.slow
+
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_weights_verify.py"
 
 

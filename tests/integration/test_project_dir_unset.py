@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from integration.preflight_runner import run_on_ct200
 
 
@@ -24,6 +26,7 @@ def test_deploy_without_the_project_dir_is_refused_before_any_change_naming_it(t
     assert changed == []
 
 
+@pytest.mark.slow
 def test_the_project_dir_set_in_the_inventory_passes_every_stage_that_reads_it(tmp_path: Path) -> None:
     """Set by the user instead of the plugin: every stage's check passes it, up to the service's refusal of a bad
     setting (pp 2, which needs no hub), which shows the run reached the last stage that reads it."""

@@ -8,6 +8,7 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -51,6 +52,7 @@ def samples(path: Path) -> dict[tuple[str, tuple], float]:
             for family in text_string_to_metric_families(path.read_text()) for s in family.samples}
 
 
+@pytest.mark.slow
 def test_the_served_release_and_its_gate_are_written_once_then_left_alone(tmp_path: Path) -> None:
     first = textfile(tmp_path, host(tmp_path))
     prom = tmp_path / "textfile" / "specgate.prom"

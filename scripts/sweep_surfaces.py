@@ -7,7 +7,10 @@ the verify step's cost grows with the budget, more steeply at high concurrency, 
 in the budget with its peak where the surface puts it. Block size and window shift whole branches (a window helps
 long contexts and costs short ones a little). About 8 % of points crash on start, a few are refused before launch.
 A launch measures a point's three use-case metrics per run with independent noise (default 3 % per run), so two
-launches of one point, or two points of identical truth, never read the same.
+launches of one point, or two points of identical truth, never read the same. The noise is drawn per point and launch
+(its k-th launch, its k-th round of repeats), not in launch order: every mode measured on one surface with one seed
+sees the same runs of a point it launches (common random numbers), so two modes compared on a surface differ by what
+they launched and picked, not by which draws fell to them.
 """
 
 from __future__ import annotations
@@ -105,26 +108,32 @@ def surface(points: Sequence[Point], seed: int, *, noise: float = 0.03, crash_ra
 
 
 class Launcher:
-    """Launches points of one surface: every run of every launch has its own noise draw."""
+    """Launches points of one surface: every run of every launch has its own noise draw, the same for a point's k-th
+    launch (and its k-th round of repeats) whichever mode launches it (``seed`` draws another set)."""
 
     def __init__(self, surf: Surface, runs: int = 3, *, seed: int = 0) -> None:
         self.surface = surf
         self.runs = runs
-        self.rng = random.Random(f"{surf.seed}-{seed}-launches")
+        self.seed = seed
         self.count = 0
         self.runs_taken = 0  # runs of a use case's cells, per metric: a launch's runs, plus its repeats
+        self._draws: dict[tuple[str, str], int] = {}  # (point, launch or repeat) -> how many so far
+
+    def _noisy(self, point: Point, kind: str, wanted: Mapping[str, int]) -> dict[str, list[float]]:
+        key = (point.name, kind)
+        self._draws[key] = self._draws.get(key, 0) + 1
+        rng = random.Random(f"{self.surface.seed}-{self.seed}-{point.name}-{kind}-{self._draws[key]}")
+        truth = self.surface.truth[point.name]
+        return {m: [truth[m] * (1.0 + rng.gauss(0.0, self.surface.noise)) for _ in range(n)]
+                for m, n in wanted.items()}  # fmt: skip
 
     def measure(self, point: Point, runs: int) -> dict[str, list[float]]:
-        truth = self.surface.truth[point.name]
-        return {m: [truth[m] * (1.0 + self.rng.gauss(0.0, self.surface.noise)) for _ in range(runs)]
-                for m in METRICS}  # fmt: skip
+        return self._noisy(point, "launch", dict.fromkeys(METRICS, runs))
 
     def repeat(self, point: Point, wanted: Mapping[str, int]) -> dict[str, list[float]]:
         """More runs of some use cases' cells while the point serves (no new launch): each with its own noise."""
-        truth = self.surface.truth[point.name]
         self.runs_taken += max(wanted.values(), default=0)
-        return {m: [truth[m] * (1.0 + self.rng.gauss(0.0, self.surface.noise)) for _ in range(n)]
-                for m, n in wanted.items()}  # fmt: skip
+        return self._noisy(point, "repeat", wanted)
 
     def __call__(self, point: Point) -> dict:
         self.count += 1

@@ -20,10 +20,42 @@ from specgate_sim.tokenization import fixture_tokenizer_files
 PACKAGE_PARENT = str(Path(specgate_sim.__file__).resolve().parent.parent)
 
 
+# Ports a test's server binds: above every Linux ephemeral range (the kernel's default ends at 60999, and
+# scripts/bootstrap keeps that end), so no outgoing connection ever holds one, and below the scenarios' and the demo's
+# (CONTRIBUTING.md's port map: 30000-37099). A port the kernel hands out for bind(0) is an ephemeral one: between the
+# test closing it and its server binding it, another worker's connection could take it.
+PORT_RANGE = (61000, 65536)
+PORT_SLOTS = 9  # disjoint blocks: pytest-xdist workers gw0-gw7 and, by process id, runs outside xdist
+
+
+def _port_block() -> range:
+    """This process's block of PORT_RANGE: its pytest-xdist worker's (gwN), else one chosen by its process id."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    slot = int(worker[2:]) % (PORT_SLOTS - 1) if worker[2:].isdigit() else PORT_SLOTS - 1
+    size = (PORT_RANGE[1] - PORT_RANGE[0]) // PORT_SLOTS
+    start = PORT_RANGE[0] + slot * size
+    return range(start, start + size)
+
+
+_cursor: list[int] = []  # where this process's next port is looked for in its block (set at the first call)
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A loopback port no other test of this run is handed: the next free one of this process's block (_port_block),
+    each handed out once per process until the block wraps around; a port still bound then is passed over."""
+    block = _port_block()
+    if not _cursor:
+        _cursor.append(os.getpid() % len(block))  # a fresh process starts at its own place, not where the last one did
+    for _ in range(len(block)):
+        port = block[_cursor[0] % len(block)]
+        _cursor[0] += 1
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError(f"no free loopback port in {block.start}-{block.stop - 1} (this test process's block)")
 
 
 def write_model_dir(path: Path, config: Mapping[str, object], weight_bytes: int = 0, *, tokenizer: bool = True) -> Path:

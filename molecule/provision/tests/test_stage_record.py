@@ -16,6 +16,9 @@ ENV_FILE = "/opt/specgate/cuda/cuda.env"
 CACHE_DIR = "/var/cache/specgate"
 CUDA_INSTALL = "Install the host C++ compiler nvcc drives, and venv support"
 VENV_INSTALL = "Install the pinned packages into the venv (installed pins are left alone)"
+# The includes that hold them: a converged stage skips each as one task, and no task inside one starts.
+CUDA_INSTALL_STEP = "Install nvcc, runtime, CCCL and curand headers from the chosen source"
+VENV_INSTALL_STEP = "Install the pinned SGLang stack into the venv"
 
 testinfra_hosts = ["podman://specgate-provision"]
 
@@ -47,7 +50,9 @@ def test_a_rerun_checks_each_stage_in_one_call_and_skips_its_tasks(tmp_path):
     assert run.stats["changed"] == {}
     assert stage_result(run, "cuda_toolkit")["converged"] is True
     assert stage_result(run, "sglang_env")["converged"] is True
-    assert {CUDA_INSTALL, VENV_INSTALL} <= tasks(run, "runner_on_skipped")
+    assert {CUDA_INSTALL_STEP, VENV_INSTALL_STEP} <= tasks(run, "runner_on_skipped")
+    started = tasks(run, "runner_on_ok") | tasks(run, "runner_on_skipped")
+    assert not {CUDA_INSTALL, VENV_INSTALL} & started
 
 
 def test_drift_sends_its_stage_down_the_full_path_which_repairs_it(host, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import socket
@@ -37,18 +38,17 @@ def _port_block() -> range:
     return range(start, start + size)
 
 
-_cursor: list[int] = []  # where this process's next port is looked for in its block (set at the first call)
+# Where the next port is looked for in this process's block: a fresh process starts at its own place (its process id),
+# not where the last one did.
+_next_port = itertools.count(os.getpid())
 
 
 def free_port() -> int:
     """A loopback port no other test of this run is handed: the next free one of this process's block (_port_block),
     each handed out once per process until the block wraps around; a port still bound then is passed over."""
     block = _port_block()
-    if not _cursor:
-        _cursor.append(os.getpid() % len(block))  # a fresh process starts at its own place, not where the last one did
     for _ in range(len(block)):
-        port = block[_cursor[0] % len(block)]
-        _cursor[0] += 1
+        port = block[next(_next_port) % len(block)]
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
             try:
                 probe.bind(("127.0.0.1", port))

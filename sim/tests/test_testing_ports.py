@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import socket
 
 import pytest
@@ -32,7 +33,7 @@ def test_each_worker_has_a_block_no_other_shares(monkeypatch, worker):
 
 def test_a_port_still_bound_is_passed_over(monkeypatch):
     block = testing._port_block()
-    monkeypatch.setattr(testing, "_cursor", [0])
+    monkeypatch.setattr(testing, "_next_port", itertools.count(0))
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
         held.bind(("127.0.0.1", block[0]))
         held.listen()
@@ -41,7 +42,7 @@ def test_a_port_still_bound_is_passed_over(monkeypatch):
 
 def test_a_block_with_no_free_port_is_an_error_naming_it(monkeypatch):
     monkeypatch.setattr(testing, "_port_block", lambda: range(61000, 61002))
-    monkeypatch.setattr(testing, "_cursor", [0])
+    monkeypatch.setattr(testing, "_next_port", itertools.count(0))
     with socket.socket() as first, socket.socket() as second:
         first.bind(("127.0.0.1", 61000))
         second.bind(("127.0.0.1", 61001))

@@ -1,0 +1,125 @@
+"""Callback: keep the modules ansible builds for the hosts (AnsiballZ payloads) from one run to the next.
+
+Before a Python module runs on a host, the controller packs it with every module_utils file it imports: each
+import is found by parsing the source (ansible's recursive_finder), 80-180 ms of controller CPU per module here, the
+same ~50 files of ansible's own module_utils every time. ansible keeps the result only for one run (in that run's
+local temp directory), so every ansible-playbook run packs every module it uses again: ~5 s of CPU for a deploy that
+uses ~40 modules, paid again by each run of a sweep, a rollout or a test.
+
+At playbook start this points the run's cache at a directory shared between runs, named by a digest of everything a
+payload is built from: ansible's and Python's versions, and the name, size and modification time of every file under
+every path a module or module_util can come from (ansible's own, ansible.cfg's library and module_utils, each
+collection's plugins/modules and plugins/module_utils, each role's library and module_utils, the playbook's). A
+change to any of them is another digest, so a payload built from older sources is never reused. ansible's own locking
+and atomic writes (module_common._find_module_utils) already make the cache safe for concurrent writers: every
+worker of one run is one. Directories no run used for a week are removed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+import ansible
+from ansible import constants as C
+from ansible.plugins.callback import CallbackBase
+from ansible.utils.collection_loader import AnsibleCollectionConfig
+
+DOCUMENTATION = r"""
+name: ansiballz_cache
+type: aggregate
+short_description: Reuse the module payloads ansible builds for the hosts from one run to the next
+description:
+  - ansible packs each module with the module_utils it imports once per run. This callback points that cache at a
+    directory beside the run's local temp directory, named by a digest of ansible's and Python's versions and of the
+    name, size and modification time of every file a module or module_util can come from, so a later run reuses the
+    payloads while nothing they are built from changed.
+requirements:
+  - enable in ansible.cfg (callbacks_enabled specgate.project.ansiballz_cache)
+"""
+
+PREFIX = "ansiballz-"
+UNUSED_FOR_S = 7 * 24 * 3600
+
+
+def source_roots(playbook_dir: str | None) -> list[Path]:
+    """Every directory a module or a module_util of this run can be read from, in a fixed order."""
+    package = Path(ansible.__file__).parent
+    roots = [package / "modules", package / "module_utils"]
+    roots += [Path(p) for p in (*C.DEFAULT_MODULE_PATH, *C.DEFAULT_MODULE_UTILS_PATH)]
+    for base in AnsibleCollectionConfig.collection_paths:
+        roots += sorted(Path(base).glob("ansible_collections/*/*/plugins/modules"))
+        roots += sorted(Path(base).glob("ansible_collections/*/*/plugins/module_utils"))
+        roots += sorted(Path(base).glob("ansible_collections/*/*/roles/*/library"))
+        roots += sorted(Path(base).glob("ansible_collections/*/*/roles/*/module_utils"))
+    for base in C.DEFAULT_ROLES_PATH:
+        roots += sorted(Path(base).glob("*/library")) + sorted(Path(base).glob("*/module_utils"))
+    if playbook_dir:
+        roots += [Path(playbook_dir) / "library", Path(playbook_dir) / "module_utils"]
+    return roots
+
+
+def cache_key(roots: Iterable[Path], versions: Iterable[str]) -> str:
+    """A digest of the versions and of each file's path, size and modification time under the roots."""
+    digest = hashlib.sha256()
+    for version in versions:
+        digest.update(f"{version}\0".encode())
+    for root in roots:
+        digest.update(f"root {root}\0".encode())
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+            for name in sorted(filenames):
+                path = os.path.join(dirpath, name)
+                try:
+                    stat = os.stat(path)
+                except OSError:  # a dangling link or a file removed meanwhile: its name still counts
+                    digest.update(f"{path}\0gone\n".encode())
+                    continue
+                digest.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:20]
+
+
+def remove_unused(base: Path, keep: Path, now: float) -> list[Path]:
+    """Remove the cache directories under base that no run used for UNUSED_FOR_S; the removed ones."""
+    removed = []
+    for entry in base.glob(f"{PREFIX}*"):
+        try:
+            unused = entry != keep and entry.is_dir() and now - entry.stat().st_mtime > UNUSED_FOR_S
+        except OSError:
+            continue
+        if unused:
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry)
+    return removed
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "aggregate"
+    CALLBACK_NAME = "specgate.project.ansiballz_cache"
+    CALLBACK_NEEDS_ENABLED = True
+
+    def v2_playbook_on_start(self, playbook) -> None:
+        run_tmp = Path(C.DEFAULT_LOCAL_TMP)  # this run's directory, made by ansible on first use
+        run_cache = run_tmp / "ansiballz_cache"  # where module_common looks: must not exist yet
+        if run_cache.exists():
+            return
+        key = cache_key(
+            source_roots(getattr(playbook, "_basedir", None)),
+            [ansible.__version__, sys.version, str(Path(ansible.__file__).parent)],
+        )
+        shared = run_tmp.parent / f"{PREFIX}{key}"
+        try:
+            shared.mkdir(parents=True, exist_ok=True)
+            os.utime(shared)  # used now: kept by the clean-up of other runs
+            run_cache.symlink_to(shared, target_is_directory=True)
+        except OSError as err:  # a read-only checkout: ansible's own per-run cache, as without this callback
+            self._display.vvv(f"specgate.project.ansiballz_cache: not shared ({err})")
+            return
+        removed = remove_unused(run_tmp.parent, shared, time.time())
+        self._display.vvv(f"specgate.project.ansiballz_cache: {shared} ({len(removed)} unused removed)")

@@ -1,0 +1,112 @@
+"""The module payloads ansible builds for the hosts are kept from one run to the next
+(specgate.project.ansiballz_cache), and never one built from sources that changed since.
+
+Each run here is a real ansible-playbook with the project's ansible.cfg, a library of its own and a local temp
+directory of its own (where the shared cache lives, beside each run's temp directory)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+MODULE = """#!/usr/bin/python
+from ansible.module_utils.basic import AnsibleModule
+
+
+def main():
+    module = AnsibleModule(argument_spec={}, supports_check_mode=True)
+    module.exit_json(changed=False, said="WORD")
+
+
+if __name__ == "__main__":
+    main()
+"""
+PLAYBOOK = """
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - {name: Run the library's module, probe_word: {}, register: probe}
+    - {name: Say what it said, ansible.builtin.debug: {msg: "said={{ probe.said }}"}}
+"""
+
+
+def _write_module(tmp_path: Path, word: str) -> None:
+    (tmp_path / "library").mkdir(exist_ok=True)
+    (tmp_path / "library" / "probe_word.py").write_text(MODULE.replace("WORD", word))
+
+
+def _run(tmp_path: Path) -> str:
+    env = {
+        **os.environ,
+        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
+        "ANSIBLE_FACT_CACHING": "memory",
+        "ANSIBLE_LIBRARY": str(tmp_path / "library"),
+        "ANSIBLE_LOCAL_TEMP": str(tmp_path / "local"),
+    }
+    run = subprocess.run(
+        ["ansible-playbook", "-vvv", "-i", "localhost,", "-c", "local",
+         "-e", f"ansible_python_interpreter={sys.executable}", str(tmp_path / "play.yml")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    return run.stdout
+
+
+def _shared(tmp_path: Path) -> list[Path]:
+    return sorted(p for p in (tmp_path / "local").glob("ansiballz-*") if p.is_dir())
+
+
+def test_a_payload_is_reused_by_the_next_run_and_rebuilt_once_its_module_changed(tmp_path):
+    (tmp_path / "play.yml").write_text(PLAYBOOK)
+    _write_module(tmp_path, "one")
+    assert "said=one" in _run(tmp_path)
+    (shared,) = _shared(tmp_path)
+    (payload,) = [p for p in shared.glob("ansible.legacy.probe_word-*") if p.suffix != ".lock"]
+    built = payload.stat()
+
+    # Nothing changed: the next run reads the payload the first one built.
+    assert "said=one" in _run(tmp_path)
+    assert _shared(tmp_path) == [shared]
+    again = payload.stat()
+    assert (again.st_ino, again.st_mtime_ns) == (built.st_ino, built.st_mtime_ns)
+
+    # Same size, new content: another digest, a payload built from the new source, and what it runs is the new one.
+    time.sleep(0.01)
+    _write_module(tmp_path, "two")
+    assert "said=two" in _run(tmp_path)
+    assert len(_shared(tmp_path)) == 2
+
+
+def test_cache_directories_unused_for_a_week_are_removed_and_recent_ones_kept(tmp_path):
+    (tmp_path / "play.yml").write_text(PLAYBOOK)
+    _write_module(tmp_path, "one")
+    (tmp_path / "local").mkdir()
+    old, recent = tmp_path / "local" / "ansiballz-old", tmp_path / "local" / "ansiballz-recent"
+    for path, days in ((old, 8), (recent, 1)):
+        path.mkdir()
+        (path / "payload").write_text("x")
+        stamp = time.time() - days * 24 * 3600
+        os.utime(path, (stamp, stamp))
+    assert "said=one" in _run(tmp_path)
+    assert not old.exists()
+    assert recent.exists()
+
+
+def test_a_cache_directory_that_cannot_be_made_leaves_the_run_to_ansibles_own_cache(tmp_path):
+    """Where the shared directory's name is taken by a file, the run builds its payloads as ansible does alone."""
+    (tmp_path / "play.yml").write_text(PLAYBOOK)
+    _write_module(tmp_path, "one")
+    _run(tmp_path)
+    (shared,) = _shared(tmp_path)
+    for payload in shared.iterdir():
+        payload.unlink()
+    shared.rmdir()
+    shared.write_text("not a directory")
+    out = _run(tmp_path)
+    assert "said=one" in out
+    assert "specgate.project.ansiballz_cache: not shared" in out
+    assert shared.read_text() == "not a directory"

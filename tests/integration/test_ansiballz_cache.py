@@ -1,8 +1,9 @@
 """The module payloads ansible builds for the hosts are kept from one run to the next
 (specgate.project.ansiballz_cache), and never one built from sources that changed since.
 
-Each run here is a real ansible-playbook with the project's ansible.cfg, a library of its own and a local temp
-directory of its own (where the shared cache lives, beside each run's temp directory)."""
+Each run here is a real ansible-playbook with the project's ansible.cfg, a library of the test's own, a local temp
+directory of its own (as the tests' runs have: the cache is shared whatever each run's temp directory is) and the
+test's cache directory (SPECGATE_ANSIBALLZ_CACHE; unset, the project's .cache/ansiballz)."""
 
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ def _run(tmp_path: Path) -> str:
         "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
         "ANSIBLE_FACT_CACHING": "memory",
         "ANSIBLE_LIBRARY": str(tmp_path / "library"),
-        "ANSIBLE_LOCAL_TEMP": str(tmp_path / "local"),
+        "SPECGATE_ANSIBALLZ_CACHE": str(tmp_path / "cache"),
+        "ANSIBLE_LOCAL_TEMP": str(tmp_path / f"local-{time.monotonic_ns()}"),
     }
     run = subprocess.run(
         ["ansible-playbook", "-vvv", "-i", "localhost,", "-c", "local",
@@ -57,7 +59,7 @@ def _run(tmp_path: Path) -> str:
 
 
 def _shared(tmp_path: Path) -> list[Path]:
-    return sorted(p for p in (tmp_path / "local").glob("ansiballz-*") if p.is_dir())
+    return sorted(p for p in (tmp_path / "cache").glob("ansiballz-*") if p.is_dir())
 
 
 def test_a_payload_is_reused_by_the_next_run_and_rebuilt_once_its_module_changed(tmp_path):
@@ -84,8 +86,8 @@ def test_a_payload_is_reused_by_the_next_run_and_rebuilt_once_its_module_changed
 def test_cache_directories_unused_for_a_week_are_removed_and_recent_ones_kept(tmp_path):
     (tmp_path / "play.yml").write_text(PLAYBOOK)
     _write_module(tmp_path, "one")
-    (tmp_path / "local").mkdir()
-    old, recent = tmp_path / "local" / "ansiballz-old", tmp_path / "local" / "ansiballz-recent"
+    (tmp_path / "cache").mkdir()
+    old, recent = tmp_path / "cache" / "ansiballz-old", tmp_path / "cache" / "ansiballz-recent"
     for path, days in ((old, 8), (recent, 1)):
         path.mkdir()
         (path / "payload").write_text("x")

@@ -6,13 +6,14 @@ same ~50 files of ansible's own module_utils every time. ansible keeps the resul
 local temp directory), so every ansible-playbook run packs every module it uses again: ~5 s of CPU for a deploy that
 uses ~40 modules, paid again by each run of a sweep, a rollout or a test.
 
-At playbook start this points the run's cache at a directory shared between runs, named by a digest of everything a
-payload is built from: ansible's and Python's versions, and the name, size and modification time of every file under
-every path a module or module_util can come from (ansible's own, ansible.cfg's library and module_utils, each
-collection's plugins/modules and plugins/module_utils, each role's library and module_utils, the playbook's). A
-change to any of them is another digest, so a payload built from older sources is never reused. ansible's own locking
-and atomic writes (module_common._find_module_utils) already make the cache safe for concurrent writers: every
-worker of one run is one. Directories no run used for a week are removed.
+At playbook start this points the run's cache at a directory shared between runs (under the project's
+.cache/ansiballz/, whatever local temp directory each run has: the tests give each run its own), named by a digest
+of everything a payload is built from: ansible's and Python's versions, and the name, size and modification time of
+every file under every path a module or module_util can come from (ansible's own, ansible.cfg's library and
+module_utils, each collection's plugins/modules and plugins/module_utils, each role's library and module_utils, the
+playbook's). A change to any of them is another digest, so a payload built from older sources is never reused.
+ansible's own locking and atomic writes (module_common._find_module_utils) already make the cache safe for
+concurrent writers: every worker of one run is one. Directories no run used for a week are removed.
 """
 
 from __future__ import annotations
@@ -36,12 +37,23 @@ type: aggregate
 short_description: Reuse the module payloads ansible builds for the hosts from one run to the next
 description:
   - ansible packs each module with the module_utils it imports once per run. This callback points that cache at a
-    directory beside the run's local temp directory, named by a digest of ansible's and Python's versions and of the
-    name, size and modification time of every file a module or module_util can come from, so a later run reuses the
-    payloads while nothing they are built from changed.
+    directory shared between runs, named by a digest of ansible's and Python's versions and of the name, size and
+    modification time of every file a module or module_util can come from, so a later run reuses the payloads while
+    nothing they are built from changed.
 requirements:
   - enable in ansible.cfg (callbacks_enabled specgate.project.ansiballz_cache)
+options:
+  cache_dir:
+    description: The directory that holds one directory of payloads per digest; unset, the project's .cache/ansiballz.
+    type: path
+    env:
+      - name: SPECGATE_ANSIBALLZ_CACHE
+    ini:
+      - section: callback_ansiballz_cache
+        key: cache_dir
 """
+
+PROJECT_CACHE = Path(__file__).resolve().parents[6] / ".cache" / "ansiballz"
 
 PREFIX = "ansiballz-"
 UNUSED_FOR_S = 7 * 24 * 3600
@@ -70,6 +82,8 @@ def cache_key(roots: Iterable[Path], versions: Iterable[str]) -> str:
     for version in versions:
         digest.update(f"{version}\0".encode())
     for root in roots:
+        if not root.is_dir():  # absent: no module comes from it (each test's own playbook directory has none)
+            continue
         digest.update(f"root {root}\0".encode())
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
@@ -113,7 +127,8 @@ class CallbackModule(CallbackBase):
             source_roots(getattr(playbook, "_basedir", None)),
             [ansible.__version__, sys.version, str(Path(ansible.__file__).parent)],
         )
-        shared = run_tmp.parent / f"{PREFIX}{key}"
+        base = Path(self.get_option("cache_dir") or PROJECT_CACHE)
+        shared = base / f"{PREFIX}{key}"
         try:
             shared.mkdir(parents=True, exist_ok=True)
             os.utime(shared)  # used now: kept by the clean-up of other runs
@@ -121,5 +136,5 @@ class CallbackModule(CallbackBase):
         except OSError as err:  # a read-only checkout: ansible's own per-run cache, as without this callback
             self._display.vvv(f"specgate.project.ansiballz_cache: not shared ({err})")
             return
-        removed = remove_unused(run_tmp.parent, shared, time.time())
+        removed = remove_unused(base, shared, time.time())
         self._display.vvv(f"specgate.project.ansiballz_cache: {shared} ({len(removed)} unused removed)")

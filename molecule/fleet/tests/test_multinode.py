@@ -59,7 +59,6 @@ NODE_VARS = {
     # Unset: the router's role registers one worker per replica of sglang_hosts (the group at its rank 0).
     "sglang_router_workers": None,
     "fleet_rollout_serial": [1],
-    "spec_gate_max_regression": 0.5,
     "demo_host_manage_container": False,
 }
 # The spare host joins the fleet here: the scenario's converge and test_fleet.py roll the two replicas alone.

@@ -7,13 +7,17 @@ test's cache directory (SPECGATE_ANSIBALLZ_CACHE; unset, the project's .cache/an
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
+PLUGIN = ROOT / "local_collections/ansible_collections/specgate/project/plugins/callback/ansiballz_cache.py"
 MODULE = """#!/usr/bin/python
 from ansible.module_utils.basic import AnsibleModule
 
@@ -112,3 +116,16 @@ def test_a_cache_directory_that_cannot_be_made_leaves_the_run_to_ansibles_own_ca
     assert "said=one" in out
     assert "specgate.project.ansiballz_cache: not shared" in out
     assert shared.read_text() == "not a directory"
+
+
+def test_a_cache_directory_this_user_cannot_write_is_refused_before_any_run_uses_it(tmp_path, monkeypatch):
+    """A checkout another account made: ansible would fail the first task whose payload is missing there, so the
+    callback says OSError (its caller then keeps ansible's own cache, as the test above shows). Root may write
+    anywhere, so the user's view is os.access's, asked here for a user who may not."""
+    spec = importlib.util.spec_from_file_location("ansiballz_cache_under_test", PLUGIN)
+    plugin = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plugin)
+    assert plugin.shared_dir(tmp_path, "k1") == tmp_path / "ansiballz-k1"
+    monkeypatch.setattr(plugin.os, "access", lambda path, mode: False)
+    with pytest.raises(PermissionError, match="not writable by this user"):
+        plugin.shared_dir(tmp_path, "k1")

@@ -18,6 +18,7 @@ concurrent writers: every worker of one run is one. Directories no run used for 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import shutil
@@ -98,6 +99,18 @@ def cache_key(roots: Iterable[Path], versions: Iterable[str]) -> str:
     return digest.hexdigest()[:20]
 
 
+def shared_dir(base: Path, key: str) -> Path:
+    """The directory of this digest's payloads, made when missing and marked used now. OSError where this user
+    cannot write there (a checkout another account made): ansible would fail the first task whose payload is not
+    there yet, so such a run keeps ansible's own per-run cache instead."""
+    shared = base / f"{PREFIX}{key}"
+    shared.mkdir(parents=True, exist_ok=True)
+    if not os.access(shared, os.W_OK | os.X_OK):
+        raise PermissionError(errno.EACCES, "not writable by this user", str(shared))
+    os.utime(shared)  # used now: kept by the clean-up of other runs
+    return shared
+
+
 def remove_unused(base: Path, keep: Path, now: float) -> list[Path]:
     """Remove the cache directories under base that no run used for UNUSED_FOR_S; the removed ones."""
     removed = []
@@ -128,12 +141,10 @@ class CallbackModule(CallbackBase):
             [ansible.__version__, sys.version, str(Path(ansible.__file__).parent)],
         )
         base = Path(self.get_option("cache_dir") or PROJECT_CACHE)
-        shared = base / f"{PREFIX}{key}"
         try:
-            shared.mkdir(parents=True, exist_ok=True)
-            os.utime(shared)  # used now: kept by the clean-up of other runs
+            shared = shared_dir(base, key)
             run_cache.symlink_to(shared, target_is_directory=True)
-        except OSError as err:  # a read-only checkout: ansible's own per-run cache, as without this callback
+        except OSError as err:  # not writable here: ansible's own per-run cache, as without this callback
             self._display.vvv(f"specgate.project.ansiballz_cache: not shared ({err})")
             return
         removed = remove_unused(base, shared, time.time())

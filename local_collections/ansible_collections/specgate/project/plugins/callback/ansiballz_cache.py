@@ -31,6 +31,7 @@ import ansible
 from ansible import constants as C
 from ansible.plugins.callback import CallbackBase
 from ansible.utils.collection_loader import AnsibleCollectionConfig
+from ansible_collections.specgate.project.plugins.vars.project_dir import PROJECT_DIR
 
 DOCUMENTATION = r"""
 name: ansiballz_cache
@@ -54,7 +55,7 @@ options:
         key: cache_dir
 """
 
-PROJECT_CACHE = Path(__file__).resolve().parents[6] / ".cache" / "ansiballz"
+PROJECT_CACHE = Path(PROJECT_DIR) / ".cache" / "ansiballz"
 
 PREFIX = "ansiballz-"
 UNUSED_FOR_S = 7 * 24 * 3600

@@ -201,7 +201,8 @@ def test_a_failed_node_group_stops_the_rollout_named_with_its_nodes(tmp_path) ->
     runner = run(tmp_path, ["g1", "g2", "h1"], {"fleet_rollout_serial": [1]}, fail_hosts=["g1", "g2"],
                  node_groups=PAIR)
     assert runner.status == "failed"
-    assert hosts_of_task(runner, "Stand in for the stages and the gate") == ["g1", "g2"]
+    # Both nodes of the group ran in one batch, in parallel forks (either may finish first); h1 never started.
+    assert sorted(hosts_of_task(runner, "Stand in for the stages and the gate")) == ["g1", "g2"]
     text = messages(runner)
     assert "Rollout stopped: 1 of 1 replica(s) in this batch failed" in text
     assert "pair (g1, g2) rolled back" in text

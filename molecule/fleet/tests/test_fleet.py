@@ -239,8 +239,13 @@ def test_every_dashboard_query_answers_with_data_from_the_fleet() -> None:
     assert empty == [], empty
 
 
+EXPORTER_DROPIN = "/etc/systemd/system/prometheus-node-exporter.service.d/specgate.conf"
+
+
 def test_a_passing_configuration_reaches_the_fleet_one_batch_at_a_time_without_a_failed_request(tmp_path) -> None:
     known = releases()
+    # A hand edit of the second replica's node exporter drop-in: its one-call check sees it, and the setup repairs it.
+    assert host("specgate-fleet-b").run(f"chmod 0600 {EXPORTER_DROPIN}").rc == 0
     with router_client() as client, AlertWatch() as alerts:
         # A bake too: each replica becomes known-good only after the client's live traffic proved it.
         run = rollout(tmp_path, {"sglang_service_extra_env": {**SIM_ENV, "SPECGATE_SIM_SEED": "11"},
@@ -297,6 +302,16 @@ def test_a_passing_configuration_reaches_the_fleet_one_batch_at_a_time_without_a
                  and e["event_data"].get("task", "").startswith(question)]
         assert [(s["converged"], s["differences"]) for s in stage] == [(True, [])], (question, stage)
         assert [hosts_that_ran(run, task) for task in work] == [[], []], question
+    # Each replica's node exporter likewise: the canary's as its last full setup left it, one call and nothing
+    # installed or written; the second replica's edited drop-in sent it down the setup, which put the mode back.
+    exporter = {e["event_data"]["host"]: e["event_data"]["res"] for e in run.events if e.get("event") == "runner_on_ok"
+                and e["event_data"].get("task", "").startswith("Ask whether the node exporter is set up")}
+    assert (exporter["specgate-fleet-a"]["converged"], exporter["specgate-fleet-b"]["converged"]) == (True, False)
+    assert any(EXPORTER_DROPIN in d for d in exporter["specgate-fleet-b"]["differences"]), exporter
+    assert hosts_that_ran(run, "Install the node exporter") == ["specgate-fleet-b"]
+    assert hosts_that_ran(run, "Write the drop-in with the port Prometheus scrapes") == ["specgate-fleet-b"]
+    assert host("specgate-fleet-b").file(EXPORTER_DROPIN).mode == 0o644
+    assert host("specgate-fleet-b").service("prometheus-node-exporter").is_running
     # The timeline: each replica's steps in the order it took them, the canary's all before the second one left,
     # drawn over the curves the fleet's Prometheus (the router's host) recorded meanwhile.
     marks = {row["host"]: row["marks"] for row in report["replicas"]}

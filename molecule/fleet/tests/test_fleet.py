@@ -312,6 +312,10 @@ def test_a_passing_configuration_reaches_the_fleet_one_batch_at_a_time_without_a
     assert hosts_that_ran(run, "Write the drop-in with the port Prometheus scrapes") == ["specgate-fleet-b"]
     assert host("specgate-fleet-b").file(EXPORTER_DROPIN).mode == 0o644
     assert host("specgate-fleet-b").service("prometheus-node-exporter").is_running
+    # Each replica's service and gate settings were judged once, by deploy.yml's validate entry points: the stages'
+    # own runs found the same inputs judged (tests/integration/test_validate_once.py holds the rule).
+    for judged in ("Check the restart protocol's bounds", "Check the run counts and the confidence level"):
+        assert hosts_that_ran(run, judged) == list(REPLICAS), judged
     # The timeline: each replica's steps in the order it took them, the canary's all before the second one left,
     # drawn over the curves the fleet's Prometheus (the router's host) recorded meanwhile.
     marks = {row["host"]: row["marks"] for row in report["replicas"]}

@@ -2,12 +2,13 @@
 a node group of one: rank 0 alone).
 
 Rank 0 follows its async start job (the gated launch, the load, /health and identity) as specgate_follow_job does,
-printing one progress line per poll. Each follower watches its own unit with sglang_service_node_state. They meet in
-a directory on the controller (module_utils/specgate/service/node_signals.py): a follower whose engine exits writes
-its failure there with its journal, which ends rank 0's wait at once with that node named (rank 0 itself would hang
-until NCCL's watchdog fires); rank 0's outcome, success or failure, ends every follower's watch. The task never fails
-on the deployment's outcome: it returns `outcome` (ready, failed, or stopped when another node ended the restart) and
-`message`, and the role judges the group from every node's result.
+one specgate_job_wait call a round (it returns the moment the job ends), printing one progress line per round. Each
+follower watches its own unit with sglang_service_node_state. They meet in a directory on the controller
+(module_utils/specgate/service/node_signals.py): a follower whose engine exits writes its failure there with its
+journal, which ends rank 0's wait at once with that node named (rank 0 itself would hang until NCCL's watchdog
+fires); rank 0's outcome, success or failure, ends every follower's watch. The task never fails on the deployment's
+outcome: it returns `outcome` (ready, failed, or stopped when another node ended the restart) and `message`, and the
+role judges the group from every node's result.
 Documentation: library/sglang_service_follow_nodes.py.
 """
 
@@ -18,7 +19,7 @@ import time
 
 import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: F401 - module_utils on the path
 from ansible.errors import AnsibleActionFail
-from ansible.module_utils.specgate.common.progress import poll_delays, progress_line
+from ansible.module_utils.specgate.common.progress import poll_delays
 from ansible.module_utils.specgate.service.node_signals import (
     FAILED,
     READY,
@@ -69,9 +70,17 @@ class ActionModule(ActionBase):
         started = time.monotonic()
         delays = poll_delays(self._interval)
         while True:
-            status = self._execute_module(module_name="ansible.legacy.async_status",
-                                          module_args={"jid": jid, "_async_dir": async_dir}, task_vars=self._vars)
-            if status.get("finished") or status.get("failed"):
+            # One host call a round (specgate_job_wait): it returns the moment the start job ends, with its line.
+            round_args = {"jid": jid, "async_dir": async_dir,
+                          "wait": max(0.0, min(next(delays), self._deadline - time.monotonic()))}
+            if args.get("progress_file"):
+                round_args["progress_file"] = args["progress_file"]
+            waited = self._execute_module(module_name="ansible.legacy.specgate_job_wait", module_args=round_args,
+                                          task_vars=self._vars)
+            last_line = waited.get("progress_line") or last_line
+            if waited.get("ended") or waited.get("failed"):
+                status = self._execute_module(module_name="ansible.legacy.async_status",
+                                              module_args={"jid": jid, "_async_dir": async_dir}, task_vars=self._vars)
                 status.pop("invocation", None)
                 ok = not status.get("failed")
                 message = "" if ok else str(status.get("msg") or "the start failed")
@@ -88,12 +97,7 @@ class ActionModule(ActionBase):
                 message = f"{label} did not end in time (job {jid} still runs on {self._host})"
                 self._signal(FAILED, message)
                 return {"outcome": FAILED, "message": message}
-            if args.get("progress_file"):
-                slurped = self._execute_module(module_name="ansible.builtin.slurp",
-                                               module_args={"src": args["progress_file"]}, task_vars=self._vars)
-                last_line = progress_line(slurped) or last_line
             display.display(f"  [{self._host}] {last_line or f'{label}: starting'}")
-            time.sleep(next(delays))
 
     def _node_state(self, args: dict, journal: bool) -> dict:
         module_args = {"unit": args["unit"], "baseline_restarts": int(args.get("baseline_restarts") or 0),

@@ -1,10 +1,11 @@
-"""Action: follow an async job to its end with async_status, printing one progress line per poll.
+"""Action: follow an async job to its end, printing one progress line per round, and return its result.
 
 `async_status` with `until`/`retries` can only print "FAILED - RETRYING ... (N retries left)" per round, and a
 task file that includes itself again prints four task headers per round (hundreds of nested includes for a
-550 GB download). This action is one task: it asks async_status on the host, reads the job's progress report
-(a JSON file the job rewrites, with a human `line`), prints that line, waits, and asks again. Documentation:
-library/specgate_follow_job.py.
+550 GB download). This action is one task: each round is one specgate_job_wait call, which waits on the host until
+the job ends or the round is over and reads the job's progress report (a JSON file the job rewrites, with a human
+`line`) or its log; the action prints that line and goes on. Once the job ended, async_status gives its result.
+Documentation: library/specgate_follow_job.py.
 """
 
 from __future__ import annotations
@@ -13,12 +14,7 @@ import time
 
 import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: F401 - module_utils on the path
 from ansible.errors import AnsibleActionFail
-from ansible.module_utils.specgate.common.progress import (
-    format_duration,
-    last_log_line,
-    poll_delays,
-    progress_line,
-)
+from ansible.module_utils.specgate.common.progress import format_duration, poll_delays
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
@@ -55,9 +51,19 @@ class ActionModule(ActionBase):
         last_line = None
         while True:
             polls += 1
-            status = self._execute_module(module_name="ansible.legacy.async_status",
-                                          module_args={"jid": jid, "_async_dir": async_dir}, task_vars=task_vars)
-            if status.get("finished") or status.get("failed"):
+            # One host call a round: it returns the moment the job ends, with the job's progress line.
+            remaining = timeout - (time.monotonic() - started)
+            round_args = {"jid": jid, "async_dir": async_dir, "wait": max(0.0, min(next(delays), remaining)),
+                          "progress_file": progress_file, "log_file": log_file}
+            waited = self._execute_module(module_name="ansible.legacy.specgate_job_wait",
+                                          module_args={k: v for k, v in round_args.items() if v is not None},
+                                          task_vars=task_vars)
+            if waited.get("failed"):
+                raise AnsibleActionFail(f"following {label} (job {jid}) on {host} failed: {waited.get('msg')}")
+            last_line = waited.get("progress_line") or last_line
+            if waited.get("ended"):
+                status = self._execute_module(module_name="ansible.legacy.async_status",
+                                              module_args={"jid": jid, "_async_dir": async_dir}, task_vars=task_vars)
                 break
             elapsed = time.monotonic() - started
             if elapsed > timeout:
@@ -65,17 +71,12 @@ class ActionModule(ActionBase):
                               msg=f"{label} did not end within {timeout:.0f} s (job {jid} is still running on "
                                   f"{host}; its last progress: {last_line or 'none'})")
                 return result
-            if progress_file or log_file:
-                slurped = self._execute_module(module_name="ansible.builtin.slurp",
-                                               module_args={"src": progress_file or log_file}, task_vars=task_vars)
-                last_line = (progress_line(slurped) if progress_file else last_log_line(slurped)) or last_line
             if printed_at is None or elapsed - printed_at >= print_every:
                 if log_file:  # the tool's own line, with how long it has run
                     display.display(f"  [{host}] {label}, {format_duration(elapsed)}: {last_line or 'started'}")
                 else:
                     display.display(f"  [{host}] {last_line or f'{label}: starting'}")
                 printed_at = elapsed
-            time.sleep(next(delays))
         # The job's own result (changed, msg, its return values) is this task's result, as with async_status.
         status.pop("invocation", None)
         result.update(status)

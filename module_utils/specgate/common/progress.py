@@ -6,7 +6,6 @@ human `line`) every few seconds, and the controller's specgate_follow_job action
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import tempfile
@@ -15,43 +14,44 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+# A progress report is a few hundred bytes; a log is read from its end only.
+REPORT_MAX_BYTES = 65536
+LOG_TAIL_BYTES = 4096
 
-def progress_line(slurped: dict) -> str | None:
-    """The `line` of a progress report as ansible.builtin.slurp returned it, or None while the job has not written
-    one yet."""
-    if slurped.get("failed") or "content" not in slurped:
+
+def progress_line(content: bytes | None) -> str | None:
+    """The `line` of a progress report (the file's bytes), or None while the job has not written one yet."""
+    if not content:
         return None
     try:
-        return json.loads(base64.b64decode(slurped["content"]))["line"]
+        return json.loads(content)["line"]
     except (ValueError, KeyError, TypeError):  # a report caught mid-write or of another shape: skip this round
         return None
 
 
-def last_log_line(slurped: dict, tail_bytes: int = 4096) -> str | None:
-    """The last complete, non-empty line of a command's log as ansible.builtin.slurp returned it (None before the
-    first one): a tool that prints its own progress (debootstrap's "I: Retrieving ...", podman's "Copying blob")
-    is followed through the log its output goes to. A line still being written is left for the next round."""
-    if slurped.get("failed") or "content" not in slurped:
+def last_log_line(content: bytes | None, tail_bytes: int = LOG_TAIL_BYTES) -> str | None:
+    """The last complete, non-empty line of a command's log (the file's bytes, or its tail), None before the first
+    one: a tool that prints its own progress (debootstrap's "I: Retrieving ...", podman's "Copying blob") is
+    followed through the log its output goes to. A line still being written is left for the next round."""
+    if not content:
         return None
-    try:
-        text = base64.b64decode(slurped["content"])[-tail_bytes:].decode("utf-8", "replace")
-    except (ValueError, TypeError):
-        return None
+    text = content[-tail_bytes:].decode("utf-8", "replace")
     complete = text[: text.rfind("\n") + 1] if "\n" in text else ""
     lines = [line.strip() for line in complete.replace("\r", "\n").splitlines() if line.strip()]
     return lines[-1] if lines else None
 
 
-# The first wait of a follow: a job that ends within a second is seen within a second, not a whole interval later.
+# The first round of a follow: its first line is printed within a second.
 FIRST_POLL_S = 0.5
 
 
 def poll_delays(interval: float, first: float = FIRST_POLL_S) -> Iterator[float]:
-    """The waits between a follow's polls: doubling from `first` up to `interval`, then `interval` for good.
+    """The rounds of a follow: doubling from `first` up to `interval`, then `interval` for good.
 
-    A follow that slept its whole interval before the first look made every short job (an engine load of seconds, one
-    benchmark run) last a multiple of the interval; the doubling keeps a long job's polls as sparse as the interval
-    says (a 550 GB download polls at most log2(interval / first) more times than before)."""
+    Each round waits on the host (specgate_job_wait) and ends the moment the job does, so a round's length sets only
+    how often a line is printed and the controller looks at what else may end the wait (a follower's failure): the
+    first lines come within seconds, and a long job (a 550 GB download) is asked no more often than the interval
+    says, plus log2(interval / first) rounds."""
     delay = min(first, interval)
     while True:
         yield delay

@@ -21,6 +21,10 @@ SCENARIO = Path(os.environ.get("MOLECULE_SCENARIO_DIRECTORY", Path(__file__).res
 PROJECT = SCENARIO.parents[1]
 EPHEMERAL = Path(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "/nonexistent"))
 SIM_ENV = {"SPECGATE_SIM_LOAD_SECONDS": "1", "SPECGATE_SIM_START_SECONDS": "0.3", "SPECGATE_SIM_TIME_SCALE": "0.2"}
+# What a row needs and nothing more: the use cases' cells (concurrency 1 and the highest, one context) on one prompt
+# set, no coding eval (the gate's tests judge correctness; a sweep's row carries what the gate measures).
+BENCH = {"spec_gate_bench_sets": ["chat"], "spec_gate_accept_length_set": "chat", "spec_gate_bench_eval": False,
+         "spec_gate_bench_min_requests": 2}
 
 
 def config(name: str, block_size: int, **extra_env: str) -> dict:
@@ -46,7 +50,7 @@ def run_sweep(private: Path, reports: Path, extravars: dict, **runner_options) -
         project_dir=str(SCENARIO),
         playbook=str(SCENARIO / "sweep.yml"),
         inventory=os.environ["MOLECULE_INVENTORY_FILE"],
-        extravars={"spec_sweep_reports_dir": str(reports), **extravars},
+        extravars={"spec_sweep_reports_dir": str(reports), **BENCH, **extravars},
         quiet=True,
         envvars={
             "ANSIBLE_CONFIG": str(PROJECT / "ansible.cfg"),

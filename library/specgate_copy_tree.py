@@ -11,9 +11,12 @@ description:
   - Fingerprints the controller's directory I(src) by each file's relative path, size and modification time (as
     rsync's quick check does) and compares it with the manifest C(.specgate-tree.json) the last copy left in
     I(dest). When they match nothing is sent and the host is not asked for any file's checksum.
-  - Otherwise copies the tree file by file with M(ansible.builtin.copy) (which sends only files whose content
-    differs), printing how far it got at least every I(progress_interval) seconds, and writes the new manifest.
-    A file removed on the controller is left on the host, as M(ansible.builtin.copy) does.
+  - Otherwise lists the files under I(dest) once (M(ansible.builtin.find)) and sends those the host lacks or holds
+    at another size or modification second (rsync's quick check), packed in uncompressed archives of at most
+    I(batch_bytes) that M(ansible.builtin.unarchive) unpacks, printing how far it got at least every
+    I(progress_interval) seconds; then writes the new manifest. The archives carry each file's modification second
+    and I(mode), so a file once sent matches from then on. A file removed on the controller is left on the host,
+    as M(ansible.builtin.copy) does. The host needs GNU tar, as M(ansible.builtin.unarchive) does.
   - An action plugin running on the controller; supports check mode (reports whether a copy is due).
 version_added: "0.1.0"
 author: specgate
@@ -33,11 +36,16 @@ options:
     description: Group of the copied files.
     type: str
   mode:
-    description: Mode of the copied files.
+    description: Mode of the copied files, in octal (V(0644)); by default each file keeps its mode on the controller.
     type: raw
   directory_mode:
-    description: Mode of the directories created.
+    description: Mode of the directories created, in octal (V(0755)).
     type: raw
+  batch_bytes:
+    description: Most bytes in one archive sent to the host (a larger file goes alone); progress is printed between
+      archives.
+    type: int
+    default: 268435456
   progress_interval:
     description: >-
       Least seconds between two progress lines while files are copied (files and gigabytes done of the total);
@@ -71,6 +79,10 @@ digest:
   description: SHA-256 of the tree's fingerprint, as recorded in the host's manifest.
   returned: always
   type: str
+sent:
+  description: Files sent to the host (those it lacked or held at another size or modification second).
+  returned: when the tree was copied
+  type: int
 """
 
 

@@ -40,11 +40,17 @@ def test_a_tree_is_copied_once_and_again_only_when_it_changed(tmp_path):
     (src / "a-1.0-py3-none-any.whl").write_bytes(b"a" * 100)
     (src / "sub" / "b-2.0-py3-none-any.whl").write_bytes(b"b" * 50)
 
-    first = _copy(tmp_path, src, dest, progress_interval=0)
+    first = _copy(tmp_path, src, dest, progress_interval=0, batch_bytes=100, directory_mode="0750")
     assert not first["failed"], first
     assert first["changed"] is True, first
-    # How far the copy got, printed while it runs (here after every file but the last).
+    assert first["sent"] == 2
+    # How far the copy got, printed while it runs (here after every archive but the last: one file each).
     assert "[localhost] wheelhouse: 1/2 files, 0.00 of 0.00 GB" in first["stdout"], first["stdout"]
+    # The modes asked for, and each file's modification second, as the controller's.
+    assert (dest / "sub").stat().st_mode & 0o7777 == 0o750
+    assert (dest / "sub" / "b-2.0-py3-none-any.whl").stat().st_mode & 0o7777 == 0o644
+    assert int((dest / "sub" / "b-2.0-py3-none-any.whl").stat().st_mtime) == int(
+        (src / "sub" / "b-2.0-py3-none-any.whl").stat().st_mtime)
     assert (dest / "sub" / "b-2.0-py3-none-any.whl").read_bytes() == b"b" * 50
     manifest = json.loads((dest / ".specgate-tree.json").read_text())
     assert sorted(manifest["files"]) == ["a-1.0-py3-none-any.whl", "sub/b-2.0-py3-none-any.whl"]
@@ -63,7 +69,25 @@ def test_a_tree_is_copied_once_and_again_only_when_it_changed(tmp_path):
     copied = _copy(tmp_path, src, dest)
     assert copied["changed"] is True, copied
     assert (dest / "a-1.0-py3-none-any.whl").read_bytes() == b"A" * 101
+    assert copied["sent"] == 1, "the unchanged wheel is not sent again"
     assert json.loads((dest / ".specgate-tree.json").read_text())["digest"] == copied["digest"]
+
+    # A wheel lost on the host while the controller's tree changed elsewhere: the host's listing shows it, it is sent.
+    (dest / "sub" / "b-2.0-py3-none-any.whl").unlink()
+    (src / "c-3.0-py3-none-any.whl").write_bytes(b"c" * 10)
+    healed = _copy(tmp_path, src, dest)
+    assert healed["sent"] == 2, healed
+    assert (dest / "sub" / "b-2.0-py3-none-any.whl").read_bytes() == b"b" * 50
+
+
+def test_a_symbolic_mode_is_refused_before_anything_is_sent(tmp_path):
+    src = tmp_path / "wheelhouse"
+    src.mkdir()
+    (src / "a-1.0-py3-none-any.whl").write_bytes(b"a")
+    result = _copy(tmp_path, src, tmp_path / "dest", mode="u=rw,g=r,o=r")
+    assert result["failed"], result
+    assert "mode 'u=rw,g=r,o=r' is not an octal mode such as '0644'" in result["msg"]
+    assert not (tmp_path / "dest").exists()
 
 
 def test_a_source_that_is_not_a_directory_is_refused_naming_it(tmp_path):

@@ -24,7 +24,7 @@ SIM_ENV = {"SPECGATE_SIM_LOAD_SECONDS": "1", "SPECGATE_SIM_START_SECONDS": "0.3"
 # What a row needs and nothing more: the use cases' cells (concurrency 1 and the highest, one context) on one prompt
 # set, no coding eval (the gate's tests judge correctness; a sweep's row carries what the gate measures).
 BENCH = {"spec_gate_bench_sets": ["chat"], "spec_gate_accept_length_set": "chat", "spec_gate_bench_eval": False,
-         "spec_gate_bench_min_requests": 2}
+         "spec_gate_bench_concurrency": [1, 4], "spec_gate_bench_min_requests": 2}
 
 
 def config(name: str, block_size: int, **extra_env: str) -> dict:

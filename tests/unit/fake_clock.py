@@ -4,8 +4,8 @@ from __future__ import annotations
 
 
 class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
+    def __init__(self, start: float = 0.0) -> None:
+        self.now = start
         self.sleeps: list[float] = []
 
     def __call__(self) -> float:

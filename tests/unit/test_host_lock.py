@@ -18,24 +18,12 @@ from ansible.module_utils.specgate.service.host_lock import (
     try_acquire,
     waiting_line,
 )
+from fake_clock import FakeClock
 
 pytestmark = pytest.mark.host
 
 ALICE = {"token": "tok-alice", "controller": "ctl01", "user": "alice", "pid": 4242, "playbook": "deploy.yml"}
 BOB = {"token": "tok-bob", "controller": "ctl02", "user": "bob", "pid": 777, "playbook": "deploy.yml"}
-
-
-class FakeClock:
-    def __init__(self, start: float = 1_000_000.0) -> None:
-        self.now = start
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
 
 
 def test_a_free_lock_is_taken_and_records_its_holder(tmp_path):
@@ -63,7 +51,7 @@ def test_the_holders_own_token_renews_the_lease_and_keeps_since(tmp_path):
 
 def test_a_live_holder_makes_another_run_wait_then_fail_naming_it(tmp_path):
     path = str(tmp_path / "sglang.lock")
-    clock = FakeClock()
+    clock = FakeClock(start=1_000_000.0)
     try_acquire(path, ALICE, 3600, now=clock.now - 120)
     result = acquire(path, BOB, lease_s=3600, timeout_s=30, poll_s=5, clock=clock, sleep=clock.sleep)
     assert not result.acquired
@@ -80,7 +68,7 @@ def test_a_live_holder_makes_another_run_wait_then_fail_naming_it(tmp_path):
 
 def test_a_waiting_run_takes_the_lock_as_soon_as_the_holder_releases_it(tmp_path):
     path = str(tmp_path / "sglang.lock")
-    clock = FakeClock()
+    clock = FakeClock(start=1_000_000.0)
     try_acquire(path, ALICE, 3600, now=clock.now)
 
     def sleep_then_holder_releases(seconds: float) -> None:
@@ -97,7 +85,7 @@ def test_a_waiting_run_takes_the_lock_as_soon_as_the_holder_releases_it(tmp_path
 def test_a_waiting_run_is_told_at_each_poll_who_holds_the_lock_and_how_long_it_waited(tmp_path):
     """A second deploy once waited 75 s at the lock with no output: each poll now says who holds it and since when."""
     path = str(tmp_path / "sglang.lock")
-    clock = FakeClock()
+    clock = FakeClock(start=1_000_000.0)
     try_acquire(path, ALICE, 3600, now=clock.now - 60)
     told: list[str] = []
     result = acquire(path, BOB, lease_s=3600, timeout_s=20, poll_s=5, clock=clock, sleep=clock.sleep,

@@ -9,6 +9,7 @@ import json
 import pytest
 from ansible.module_utils.specgate.common.job_wait import job_ended, read_tail, wait_for_job
 from ansible.module_utils.specgate.common.progress import progress_line
+from fake_clock import FakeClock
 
 pytestmark = pytest.mark.host
 
@@ -37,19 +38,6 @@ def test_the_job_counts_as_ended_exactly_when_async_status_would_say_finished(tm
 
 def test_a_missing_job_file_ends_the_wait_so_async_status_reports_it(tmp_path):
     assert job_ended(str(tmp_path / "gone")) is True
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
 
 
 def test_the_wait_returns_at_the_first_look_after_the_job_ends_not_at_the_round_s_end(tmp_path):

@@ -77,8 +77,12 @@ class ActionModule(ActionBase):
                 round_args["progress_file"] = args["progress_file"]
             waited = self._execute_module(module_name="ansible.legacy.specgate_job_wait", module_args=round_args,
                                           task_vars=self._vars)
+            if waited.get("failed"):  # the round never looked at the job: it may still run, so it is not ready
+                message = f"following {label} (job {jid}) on {self._host} failed: {waited.get('msg')}"
+                self._signal(FAILED, message)
+                return {"outcome": FAILED, "message": message}
             last_line = waited.get("progress_line") or last_line
-            if waited.get("ended") or waited.get("failed"):
+            if waited.get("ended"):
                 status = self._execute_module(module_name="ansible.legacy.async_status",
                                               module_args={"jid": jid, "_async_dir": async_dir}, task_vars=self._vars)
                 status.pop("invocation", None)

@@ -19,6 +19,7 @@ import time
 
 import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: F401 - module_utils on the path
 from ansible.errors import AnsibleActionFail
+from ansible.module_utils.specgate.common.follow_round import follow_round
 from ansible.module_utils.specgate.common.progress import poll_delays
 from ansible.module_utils.specgate.service.node_signals import (
     FAILED,
@@ -71,21 +72,18 @@ class ActionModule(ActionBase):
         delays = poll_delays(self._interval)
         while True:
             # One host call a round (specgate_job_wait): it returns the moment the start job ends, with its line.
-            round_args = {"jid": jid, "async_dir": async_dir,
-                          "wait": max(0.0, min(next(delays), self._deadline - time.monotonic()))}
-            if args.get("progress_file"):
-                round_args["progress_file"] = args["progress_file"]
-            waited = self._execute_module(module_name="ansible.legacy.specgate_job_wait", module_args=round_args,
-                                          task_vars=self._vars)
-            if waited.get("failed"):  # the round never looked at the job: it may still run, so it is not ready
-                message = f"following {label} (job {jid}) on {self._host} failed: {waited.get('msg')}"
+            followed = follow_round(
+                lambda name, module_args: self._execute_module(module_name=name, module_args=module_args,
+                                                               task_vars=self._vars),
+                jid=jid, async_dir=async_dir, wait=min(next(delays), self._deadline - time.monotonic()),
+                progress_file=args.get("progress_file"))
+            if followed.error:  # the round never looked at the job: it may still run, so it is not ready
+                message = followed.follow_failure(label, jid, self._host)
                 self._signal(FAILED, message)
                 return {"outcome": FAILED, "message": message}
-            last_line = waited.get("progress_line") or last_line
-            if waited.get("ended"):
-                status = self._execute_module(module_name="ansible.legacy.async_status",
-                                              module_args={"jid": jid, "_async_dir": async_dir}, task_vars=self._vars)
-                status.pop("invocation", None)
+            last_line = followed.line or last_line
+            if followed.ended:
+                status = followed.status
                 ok = not status.get("failed")
                 message = "" if ok else str(status.get("msg") or "the start failed")
                 self._signal(READY if ok else FAILED, message)

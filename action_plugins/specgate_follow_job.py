@@ -14,6 +14,7 @@ import time
 
 import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: F401 - module_utils on the path
 from ansible.errors import AnsibleActionFail
+from ansible.module_utils.specgate.common.follow_round import follow_round
 from ansible.module_utils.specgate.common.progress import format_duration, poll_delays
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
@@ -53,17 +54,13 @@ class ActionModule(ActionBase):
             polls += 1
             # One host call a round: it returns the moment the job ends, with the job's progress line.
             remaining = timeout - (time.monotonic() - started)
-            round_args = {"jid": jid, "async_dir": async_dir, "wait": max(0.0, min(next(delays), remaining)),
-                          "progress_file": progress_file, "log_file": log_file}
-            waited = self._execute_module(module_name="ansible.legacy.specgate_job_wait",
-                                          module_args={k: v for k, v in round_args.items() if v is not None},
-                                          task_vars=task_vars)
-            if waited.get("failed"):
-                raise AnsibleActionFail(f"following {label} (job {jid}) on {host} failed: {waited.get('msg')}")
-            last_line = waited.get("progress_line") or last_line
-            if waited.get("ended"):
-                status = self._execute_module(module_name="ansible.legacy.async_status",
-                                              module_args={"jid": jid, "_async_dir": async_dir}, task_vars=task_vars)
+            followed = follow_round(self._module_call(task_vars), jid=jid, async_dir=async_dir,
+                                    wait=min(next(delays), remaining), progress_file=progress_file, log_file=log_file)
+            if followed.error:
+                raise AnsibleActionFail(followed.follow_failure(label, jid, host))
+            last_line = followed.line or last_line
+            if followed.ended:
+                status = followed.status
                 break
             elapsed = time.monotonic() - started
             if elapsed > timeout:
@@ -78,7 +75,10 @@ class ActionModule(ActionBase):
                     display.display(f"  [{host}] {last_line or f'{label}: starting'}")
                 printed_at = elapsed
         # The job's own result (changed, msg, its return values) is this task's result, as with async_status.
-        status.pop("invocation", None)
         result.update(status)
         result.update(polls=polls, progress_line=last_line)
         return result
+
+    def _module_call(self, task_vars):
+        return lambda name, module_args: self._execute_module(module_name=name, module_args=module_args,
+                                                              task_vars=task_vars)

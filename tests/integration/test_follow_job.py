@@ -22,16 +22,17 @@ JOB = ("sleep 1; printf '{{\"line\": \"half way\"}}' > {report}; sleep {seconds}
 
 
 def _follow(tmp_path: Path, *, seconds: float = 1, rc: int = 0, timeout: float = 120,
-            follow_python: str = sys.executable) -> tuple[ansible_runner.Runner, dict]:
+            follow_python: str = sys.executable, action: str = "specgate_follow_job",
+            action_args: dict | None = None) -> tuple[ansible_runner.Runner, dict]:
     report = tmp_path / "progress.json"
+    args = action_args or {"poll_interval": 30, "timeout": timeout, "label": "sleeper"}
     play = [{
         "hosts": "localhost", "gather_facts": False,
         "tasks": [
             {"name": "Start the job", "ansible.builtin.shell": JOB.format(report=report, seconds=seconds, rc=rc),
              "async": 120, "poll": 0, "changed_when": False, "register": "job"},
-            {"name": "Follow the job", "specgate_follow_job": {"jid": "{{ job.ansible_job_id }}",
-                                                               "progress_file": str(report), "poll_interval": 30,
-                                                               "timeout": timeout, "label": "sleeper"},
+            {"name": "Follow the job", action: {"jid": "{{ job.ansible_job_id }}", "progress_file": str(report),
+                                                **args},
              "vars": {"ansible_python_interpreter": follow_python}},
         ],
     }]  # fmt: skip
@@ -83,3 +84,33 @@ def test_a_round_that_cannot_run_on_the_host_fails_the_follow_naming_the_job_and
     assert msg.startswith("following sleeper (job ")
     assert "on localhost failed: " in msg
     assert "/nonexistent/python3" in msg
+
+
+def _lead(tmp_path: Path, **kwargs) -> tuple[ansible_runner.Runner, dict]:
+    """Rank 0 of sglang_service_follow_nodes, a node group of one, following its start job."""
+    return _follow(tmp_path, action="sglang_service_follow_nodes",
+                   action_args={"group": "g", "restart_id": "r1", "rank": 0, "signal_base": str(tmp_path / "signals"),
+                                "poll_interval": 30, "label": "sleeper"}, **kwargs)
+
+
+def test_rank_0_is_ready_as_its_start_job_ends_and_returns_the_job_s_result(tmp_path):
+    run, followed = _lead(tmp_path, seconds=4)
+    assert run.status == "successful", run.stdout.read()[-3000:]
+    res = followed["event_data"]["res"]
+    assert res["outcome"] == "ready", res
+    followed_end = datetime.fromisoformat(followed["event_data"]["end"]).timestamp()
+    assert followed_end - float(res["start"]["stdout"]) < 6.0, res
+    assert "invocation" not in res["start"]
+
+
+def test_a_round_that_cannot_run_fails_rank_0_naming_the_job_and_tells_the_other_nodes(tmp_path):
+    # The task itself never fails (the role judges the group); the outcome says failed, not ready.
+    _, followed = _lead(tmp_path, follow_python="/nonexistent/python3")
+    res = followed["event_data"]["res"]
+    assert res["outcome"] == "failed", res
+    assert res["message"].startswith("following sleeper (job ")
+    assert "on localhost failed: " in res["message"]
+    assert "/nonexistent/python3" in res["message"]
+    (signal,) = [json.loads(path.read_text()) for path in Path(res["signal_dir"]).glob("rank*.json")]
+    assert signal["outcome"] == "failed"
+    assert signal["message"] == res["message"]

@@ -18,6 +18,7 @@ CONTROLLER_ONLY = {
     "test_bench_noop_redeploy": "scripts/bench_noop_redeploy.py runs on the controller (ansible-runner)",
     "test_bench_fleet_rollout": "scripts/bench_fleet_rollout.py runs on the controller (ansible-runner)",
     "test_build_wheelhouse": "scripts/build_wheelhouse.py builds the hosts' wheelhouses on the controller",
+    "test_follow_round": "the follow actions run a round on the controller (the host side is test_job_wait)",
     "test_converged_image": "scripts/converged_image.py builds the test bed's snapshot on the controller",
     "test_debian_mirror": "scripts/debian_mirror.py runs on the controller",
     "test_fleet_timeline": "fleet_rollout_timeline draws on the controller (matplotlib) with the fleet report",

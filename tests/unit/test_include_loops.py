@@ -2,8 +2,8 @@
 
 Ansible evaluates an include's `vars` lazily: a var such as `image: "{{ item.item }}"` is rendered again inside each
 task of the included file, where a task's own loop has rebound `item`. Bootstrap from nothing failed this way in the
-always-block of playbooks/tasks/debootstrap_image.yml (`'str' object has no attribute 'item'`); only a machine with no
-test-host images ever ran that path, so the check is here, over every task file.
+always-block of the bootstrap's image build (`'str' object has no attribute 'item'`); only a machine with no test-host
+images ever ran that path, so the check is here, over every task file.
 """
 
 from __future__ import annotations
@@ -82,8 +82,9 @@ def looped_includes(*, over_item_only: bool = True) -> list[tuple[Path, dict]]:
 
 
 def test_every_looped_include_is_found() -> None:
-    # The subject must exist: the bootstrap's image build is a looped include.
-    assert any(path.name == "bootstrap_controller.yml" for path, _ in looped_includes(over_item_only=False))
+    # The subject must exist: the sweep launches its points in a looped include.
+    looped = looped_includes(over_item_only=False)
+    assert any(path.parts[-3:] == ("spec_sweep", "tasks", "main.yml") for path, _ in looped)
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -400,10 +401,40 @@ def resolver_venv() -> Path:
     return Path(os.environ.get("SPECGATE_SGLANG_VENV", PROJECT_ROOT / ".venv-sglang"))
 
 
-def require_resolver_venv() -> Path:
-    """The venv, or a skip saying how to make it; in CI (CI set) its absence fails: no silent skips there."""
+# How long a peer test waits for the resolver venv that scripts/test sets up beside pytest: a fresh machine took 381 s.
+SETUP_WAIT_S = 1800
+
+
+def setup_running(pid: int) -> bool:
+    """Whether process `pid` still runs (a zombie, ended but not yet reaped by its parent, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            state = handle.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def wait_for_resolver_setup(timeout_s: float = SETUP_WAIT_S) -> None:
+    """Wait while scripts/test's background setup of the venv runs (it names it in SPECGATE_RESOLVER_SETUP_PID)."""
     import pytest
 
+    pid = os.environ.get("SPECGATE_RESOLVER_SETUP_PID")
+    if not pid:
+        return
+    deadline = time.monotonic() + timeout_s
+    while setup_running(int(pid)):
+        if time.monotonic() > deadline:
+            pytest.fail(f"the SGLang resolver venv's setup (process {pid}) still runs after {timeout_s:.0f} s")
+        time.sleep(1)
+
+
+def require_resolver_venv() -> Path:
+    """The venv, or a skip saying how to make it; in CI (CI set) its absence fails: no silent skips there. While
+    scripts/test sets it up in the background, it waits for that first."""
+    import pytest
+
+    wait_for_resolver_setup()
     venv = resolver_venv()
     if not (venv / "bin" / "python").exists():
         reason = f"no SGLang resolver venv at {venv}: run scripts/setup_sglang_resolver_venv"

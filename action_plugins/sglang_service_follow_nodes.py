@@ -19,7 +19,7 @@ import time
 
 import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: F401 - module_utils on the path
 from ansible.errors import AnsibleActionFail
-from ansible.module_utils.specgate.common.follow_round import follow_round
+from ansible.module_utils.specgate.common.follow_round import follow_round, module_call
 from ansible.module_utils.specgate.common.progress import poll_delays
 from ansible.module_utils.specgate.service.node_signals import (
     FAILED,
@@ -72,11 +72,9 @@ class ActionModule(ActionBase):
         delays = poll_delays(self._interval)
         while True:
             # One host call a round (specgate_job_wait): it returns the moment the start job ends, with its line.
-            followed = follow_round(
-                lambda name, module_args: self._execute_module(module_name=name, module_args=module_args,
-                                                               task_vars=self._vars),
-                jid=jid, async_dir=async_dir, wait=min(next(delays), self._deadline - time.monotonic()),
-                progress_file=args.get("progress_file"))
+            followed = follow_round(module_call(self, self._vars), jid=jid, async_dir=async_dir,
+                                    wait=min(next(delays), self._deadline - time.monotonic()),
+                                    progress_file=args.get("progress_file"))
             if followed.error:  # the round never looked at the job: it may still run, so it is not ready
                 message = followed.follow_failure(label, jid, self._host)
                 self._signal(FAILED, message)

@@ -14,7 +14,7 @@ import time
 
 import ansible_collections.specgate.project.plugins.module_utils.paths  # noqa: F401 - module_utils on the path
 from ansible.errors import AnsibleActionFail
-from ansible.module_utils.specgate.common.follow_round import follow_round
+from ansible.module_utils.specgate.common.follow_round import follow_round, module_call
 from ansible.module_utils.specgate.common.progress import format_duration, poll_delays
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
@@ -54,7 +54,7 @@ class ActionModule(ActionBase):
             polls += 1
             # One host call a round: it returns the moment the job ends, with the job's progress line.
             remaining = timeout - (time.monotonic() - started)
-            followed = follow_round(self._module_call(task_vars), jid=jid, async_dir=async_dir,
+            followed = follow_round(module_call(self, task_vars), jid=jid, async_dir=async_dir,
                                     wait=min(next(delays), remaining), progress_file=progress_file, log_file=log_file)
             if followed.error:
                 raise AnsibleActionFail(followed.follow_failure(label, jid, host))
@@ -79,6 +79,3 @@ class ActionModule(ActionBase):
         result.update(polls=polls, progress_line=last_line)
         return result
 
-    def _module_call(self, task_vars):
-        return lambda name, module_args: self._execute_module(module_name=name, module_args=module_args,
-                                                              task_vars=task_vars)

@@ -2,7 +2,8 @@
 rank 0 of sglang_service_follow_nodes): one specgate_job_wait call, which returns the moment the job ends or when the
 round is over, and once it ended, the job's own result from ansible.builtin.async_status.
 
-`execute(module_name, module_args)` is the action's module call (ActionBase._execute_module with its task vars).
+`execute(module_name, module_args)` is the action's module call (`module_call`: ActionBase._execute_module with its
+task vars).
 """
 
 from __future__ import annotations
@@ -24,6 +25,12 @@ class FollowRound:
     def follow_failure(self, label: str, jid: str, host: str) -> str:
         """The follow's failure when the round could not run, naming the job and Ansible's reason."""
         return f"following {label} (job {jid}) on {host} failed: {self.error}"
+
+
+def module_call(action, task_vars: dict | None) -> Callable[[str, dict], dict]:
+    """An action's module call with its task vars, as follow_round takes it."""
+    return lambda name, module_args: action._execute_module(module_name=name, module_args=module_args,
+                                                            task_vars=task_vars)
 
 
 def follow_round(execute: Callable[[str, dict], dict], *, jid: str, async_dir: str, wait: float,

@@ -444,6 +444,23 @@ def require_resolver_venv() -> Path:
     return venv
 
 
+def resolver_env(version: str) -> dict[str, str]:
+    """The environment of a run under the resolver venv's SGLang `version`: that version on the path, and Python
+    writing bytecode. The venv is installed without compiling (scripts/setup_sglang_resolver_venv: compiling all of
+    its 2.8 GB took ~300 s of CPU, most of it for modules never imported), so the first run caches what it imports and
+    later runs read that; where PYTHONDONTWRITEBYTECODE is set (these machines set it), every run would compile all it
+    imports again."""
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(resolver_venv() / "versions" / version)
+    return env
+
+
+def use_resolver_env(monkeypatch: Any, version: str) -> None:
+    """resolver_env in this process's own environment, for code that starts the venv's Python itself."""
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    monkeypatch.setenv("PYTHONPATH", resolver_env(version)["PYTHONPATH"])
+
+
 def launch_driver(version: str, requests: list[dict[str, Any]], work: Path) -> subprocess.Popen:
     venv = resolver_venv()
     request_file, result_file = work / "request.json", work / "result.json"
@@ -451,10 +468,9 @@ def launch_driver(version: str, requests: list[dict[str, Any]], work: Path) -> s
                                         "want_option_strings": True,
                                         "cases": [{**r, "extra_argv": [*r["extra_argv"], *CPU_PEER_ARGV]}
                                                   for r in requests]}))
-    env = {**os.environ, "PYTHONPATH": str(venv / "versions" / version)}
     return subprocess.Popen(
         [str(venv / "bin" / "python"), str(DRIVER), str(request_file), str(result_file)],
-        env=env, stdout=subprocess.DEVNULL, stderr=(work / "stderr.log").open("w"),
+        env=resolver_env(version), stdout=subprocess.DEVNULL, stderr=(work / "stderr.log").open("w"),
     )
 
 

@@ -7,7 +7,9 @@ resolves all of that version's cases; the versions run concurrently.
 
 from __future__ import annotations
 
+import importlib.util
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -25,6 +27,7 @@ from resolver_cases import (
     multinode_cases,
     require_resolver_venv,
     shipped_cases,
+    use_resolver_env,
     write_case_files,
 )
 
@@ -128,6 +131,15 @@ def test_every_launcher_check_runs_on_every_version(version, peer_results):
     assert tuple(result["launcher_checks"]) == LAUNCHER_CHECKS_DFLASH
 
 
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_a_resolver_run_leaves_the_bytecode_of_what_it_imported_for_the_next(version, peer_results):
+    """The venv is installed without compiling: each version's first run must cache what it imports, or every later
+    run (and every CI run on a machine that keeps the venv) compiles SGLang, transformers and torch again."""
+    package = require_resolver_venv() / "versions" / version / "sglang"
+    for module in (package / "srt" / "server_args.py", package / "srt" / "configs" / "model_config.py"):
+        assert Path(importlib.util.cache_from_source(str(module))).is_file(), f"no bytecode cached for {module}"
+
+
 @pytest.mark.slow
 def test_config_check_logic_reports_sglangs_rejection_end_to_end(model_dirs, tmp_path, monkeypatch):
     """What sglang_config_check runs on a host (driver written to a temp file, run by another Python)."""
@@ -137,7 +149,7 @@ def test_config_check_logic_reports_sglangs_rejection_end_to_end(model_dirs, tmp
     config = tmp_path / "server.yaml"
     config.write_text(f"model-path: {model_dirs['target']}\nspeculative-algorithm: DFLASH\n"
                       f"speculative-draft-model-path: {model_dirs['drafter']}\npp-size: 2\n")
-    monkeypatch.setenv("PYTHONPATH", str(venv / "versions" / "0.5.23"))
+    use_resolver_env(monkeypatch, "0.5.23")
     result = check_config(str(venv / "bin" / "python"), str(config), extra_argv=["--device", "cuda"])
     assert result.rejected
     assert result.message == "ValueError: Currently DFLASH speculative decoding only supports pp_size == 1."
@@ -155,7 +167,7 @@ def test_config_check_refuses_what_only_the_launcher_refuses_end_to_end(model_di
     config = tmp_path / "server.yaml"
     rendered = server_config({"model_path": model_dirs["target"], "served_model_name": "kimi-k2.6:fp8"}, version)
     config.write_text(yaml.safe_dump(rendered))
-    monkeypatch.setenv("PYTHONPATH", str(venv / "versions" / version))
+    use_resolver_env(monkeypatch, version)
     result = check_config(str(venv / "bin" / "python"), str(config), extra_argv=["--device", "cuda"])
     assert result.rejected
     assert "served_model_name cannot contain a colon" in result.message

@@ -451,14 +451,18 @@ def resolver_env(version: str) -> dict[str, str]:
     later runs read that; where PYTHONDONTWRITEBYTECODE is set (these machines set it), every run would compile all it
     imports again."""
     env = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPATH"] = str(resolver_venv() / "versions" / version)
+    env["PYTHONPATH"] = _version_path(version)
     return env
 
 
 def use_resolver_env(monkeypatch: Any, version: str) -> None:
     """resolver_env in this process's own environment, for code that starts the venv's Python itself."""
     monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
-    monkeypatch.setenv("PYTHONPATH", resolver_env(version)["PYTHONPATH"])
+    monkeypatch.setenv("PYTHONPATH", _version_path(version))
+
+
+def _version_path(version: str) -> str:
+    return str(resolver_venv() / "versions" / version)
 
 
 def launch_driver(version: str, requests: list[dict[str, Any]], work: Path) -> subprocess.Popen:

@@ -1,5 +1,6 @@
 """The module payloads ansible builds for the hosts are kept from one run to the next
-(specgate.project.ansiballz_cache), and never one built from sources that changed since.
+(specgate.project.ansiballz_cache), and never one built from sources that changed since; they carry the bytecode of
+their sources, which a host of the controller's Python runs; and a local module never reads its payload unbuffered.
 
 Each run here is a real ansible-playbook with the project's ansible.cfg, a library of the test's own, a local temp
 directory of its own (as the tests' runs have: the cache is shared whatever each run's temp directory is) and the
@@ -7,24 +8,32 @@ test's cache directory (SPECGATE_ANSIBALLZ_CACHE; unset, the project's .cache/an
 
 from __future__ import annotations
 
+import base64
 import importlib.util
+import io
 import os
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
+from ansible.executor.module_common import _CachedModule
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = ROOT / "local_collections/ansible_collections/specgate/project/plugins/callback/ansiballz_cache.py"
 MODULE = """#!/usr/bin/python
+import os
+
+from ansible.module_utils import basic
 from ansible.module_utils.basic import AnsibleModule
 
 
 def main():
     module = AnsibleModule(argument_spec={}, supports_check_mode=True)
-    module.exit_json(changed=False, said="WORD")
+    module.exit_json(changed=False, said="WORD", basic_from=os.path.splitext(basic.__file__)[1],
+                     unbuffered=os.environ.get("PYTHONUNBUFFERED", "unset"))
 
 
 if __name__ == "__main__":
@@ -35,7 +44,9 @@ PLAYBOOK = """
   gather_facts: false
   tasks:
     - {name: Run the library's module, probe_word: {}, register: probe}
-    - {name: Say what it said, ansible.builtin.debug: {msg: "said={{ probe.said }}"}}
+    - name: Say what it said, where its module_utils came from and whether its Python read the payload unbuffered
+      ansible.builtin.debug:
+        msg: "said={{ probe.said }} basic_from={{ probe.basic_from }} unbuffered={{ probe.unbuffered }}"
 """
 
 
@@ -52,6 +63,8 @@ def _run(tmp_path: Path) -> str:
         "ANSIBLE_LIBRARY": str(tmp_path / "library"),
         "SPECGATE_ANSIBALLZ_CACHE": str(tmp_path / "cache"),
         "ANSIBLE_LOCAL_TEMP": str(tmp_path / f"local-{time.monotonic_ns()}"),
+        # As CI runners and container images often set it: the callback keeps it from the modules' Pythons.
+        "PYTHONUNBUFFERED": "1",
     }
     run = subprocess.run(
         ["ansible-playbook", "-vvv", "-i", "localhost,", "-c", "local",
@@ -69,7 +82,9 @@ def _shared(tmp_path: Path) -> list[Path]:
 def test_a_payload_is_reused_by_the_next_run_and_rebuilt_once_its_module_changed(tmp_path):
     (tmp_path / "play.yml").write_text(PLAYBOOK)
     _write_module(tmp_path, "one")
-    assert "said=one" in _run(tmp_path)
+    # Its module_utils came from the bytecode (the module is local: its Python is this one), and its Python read the
+    # payload buffered whatever the controller's environment says.
+    assert "said=one basic_from=.pyc unbuffered=unset" in _run(tmp_path)
     (shared,) = _shared(tmp_path)
     (payload,) = [p for p in shared.glob("ansible.legacy.probe_word-*") if p.suffix != ".lock"]
     built = payload.stat()
@@ -79,6 +94,12 @@ def test_a_payload_is_reused_by_the_next_run_and_rebuilt_once_its_module_changed
     assert _shared(tmp_path) == [shared]
     again = payload.stat()
     assert (again.st_ino, again.st_mtime_ns) == (built.st_ino, built.st_mtime_ns)
+
+    # Stored with the bytecode of each of its sources.
+    zipped = zipfile.ZipFile(io.BytesIO(base64.b64decode(_CachedModule.load(str(payload)).zip_data)))
+    sources = {name for name in zipped.namelist() if name.endswith(".py")}
+    assert "ansible/module_utils/basic.py" in sources
+    assert {name for name in zipped.namelist() if name.endswith(".pyc")} == {f"{name}c" for name in sources}
 
     # Same size, new content: another digest, a payload built from the new source, and what it runs is the new one.
     time.sleep(0.01)

@@ -15,6 +15,7 @@ UNIT = Path(__file__).resolve().parent
 # Unit test modules that are not host-side tests, and why. Every other tests/unit/test_*.py carries
 # `pytestmark = pytest.mark.host` (alone or in a list); test_host_code.py holds both to that.
 CONTROLLER_ONLY = {
+    "test_ansiballz_bytecode": "the module payloads' bytecode is built on the controller (specgate.project's callback)",
     "test_bench_noop_redeploy": "scripts/bench_noop_redeploy.py runs on the controller (ansible-runner)",
     "test_bench_fleet_rollout": "scripts/bench_fleet_rollout.py runs on the controller (ansible-runner)",
     "test_build_wheelhouse": "scripts/build_wheelhouse.py builds the hosts' wheelhouses on the controller",

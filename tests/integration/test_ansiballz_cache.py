@@ -26,13 +26,14 @@ PLUGIN = ROOT / "local_collections/ansible_collections/specgate/project/plugins/
 MODULE = """#!/usr/bin/python
 import os
 
-from ansible.module_utils import basic
+from ansible.module_utils import errors
 from ansible.module_utils.basic import AnsibleModule
 
 
 def main():
     module = AnsibleModule(argument_spec={}, supports_check_mode=True)
-    module.exit_json(changed=False, said="WORD", basic_from=os.path.splitext(basic.__file__)[1],
+    module.deprecate("the probe's word is old", version="9.0")
+    module.exit_json(changed=False, said="WORD", errors_from=os.path.splitext(errors.__file__)[1],
                      unbuffered=os.environ.get("PYTHONUNBUFFERED", "unset"))
 
 
@@ -46,7 +47,7 @@ PLAYBOOK = """
     - {name: Run the library's module, probe_word: {}, register: probe}
     - name: Say what it said, where its module_utils came from and whether its Python read the payload unbuffered
       ansible.builtin.debug:
-        msg: "said={{ probe.said }} basic_from={{ probe.basic_from }} unbuffered={{ probe.unbuffered }}"
+        msg: "said={{ probe.said }} errors_from={{ probe.errors_from }} unbuffered={{ probe.unbuffered }}"
 """
 
 
@@ -72,7 +73,7 @@ def _run(tmp_path: Path) -> str:
         cwd=tmp_path, env=env, capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
-    return run.stdout
+    return run.stdout + run.stderr  # ansible's warnings go to stderr
 
 
 def _shared(tmp_path: Path) -> list[Path]:
@@ -83,8 +84,11 @@ def test_a_payload_is_reused_by_the_next_run_and_rebuilt_once_its_module_changed
     (tmp_path / "play.yml").write_text(PLAYBOOK)
     _write_module(tmp_path, "one")
     # Its module_utils came from the bytecode (the module is local: its Python is this one), and its Python read the
-    # payload buffered whatever the controller's environment says.
-    assert "said=one basic_from=.pyc unbuffered=unset" in _run(tmp_path)
+    # payload buffered whatever the controller's environment says. The module's deprecation names it and the version,
+    # as ansible names them from the calling file (a file that deprecates keeps its source).
+    out = _run(tmp_path)
+    assert "said=one errors_from=.pyc unbuffered=unset" in out
+    assert "removed from module 'probe_word' in collection 'ansible.legacy' version 9.0" in " ".join(out.split())
     (shared,) = _shared(tmp_path)
     (payload,) = [p for p in shared.glob("ansible.legacy.probe_word-*") if p.suffix != ".lock"]
     built = payload.stat()
@@ -99,7 +103,11 @@ def test_a_payload_is_reused_by_the_next_run_and_rebuilt_once_its_module_changed
     zipped = zipfile.ZipFile(io.BytesIO(base64.b64decode(_CachedModule.load(str(payload)).zip_data)))
     sources = {name for name in zipped.namelist() if name.endswith(".py")}
     assert "ansible/module_utils/basic.py" in sources
-    assert {name for name in zipped.namelist() if name.endswith(".pyc")} == {f"{name}c" for name in sources}
+    compiled = {name for name in zipped.namelist() if name.endswith(".pyc")}
+    assert "ansible/module_utils/errors.pyc" in compiled
+    assert compiled < {f"{name}c" for name in sources}
+    assert "ansible/module_utils/basic.pyc" not in compiled  # it raises deprecations
+    assert "ansible/legacy/probe_word.pyc" not in compiled  # it too
 
     # Same size, new content: another digest, a payload built from the new source, and what it runs is the new one.
     time.sleep(0.01)

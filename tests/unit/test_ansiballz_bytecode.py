@@ -1,6 +1,7 @@
 """The bytecode added to a module payload (specgate.project's plugin_utils/ansiballz_bytecode.py): a Python of the
-controller's version imports the payload's modules from it, any other Python from their sources, and a source this
-Python cannot compile travels without it. Each payload is imported by a fresh interpreter, as a host runs one."""
+controller's version imports the payload's modules from it, any other Python from their sources, and a source that
+raises a deprecation or that this Python cannot compile travels without it. Each payload is imported by a fresh
+interpreter, as a host runs one."""
 
 from __future__ import annotations
 
@@ -59,6 +60,20 @@ def test_a_python_of_another_version_imports_the_same_payload_from_its_sources(t
             body = source.read(info)
             other.writestr(info, b"\x00\x00\r\n" + body[4:] if info.filename.endswith(".pyc") else body)
     assert imported(tmp_path, out.getvalue()) == "42 8 .py"
+
+
+def test_a_source_that_raises_a_deprecation_travels_without_bytecode():
+    """ansible names such a deprecation's owner from the calling frame's file, a path only the host knows."""
+    sources = {
+        **SOURCES,
+        "pkg/old.py": "def f(module):\n    module.deprecate('old', version='9.0')\n",
+        "pkg/shim.py": "from x import deprecate as _deprecate\n_deprecate(msg='m')\n",
+        "pkg/value.py": "v = deprecate_value(1, 'old')\n",
+        "pkg/talks.py": "# deprecation is a word here, never a call\nDEPRECATED = True\n",
+    }
+    names = zipfile.ZipFile(io.BytesIO(with_bytecode(payload(sources)))).namelist()
+    assert {"pkg/old.pyc", "pkg/shim.pyc", "pkg/value.pyc"}.isdisjoint(names)
+    assert {"pkg/old.py", "pkg/shim.py", "pkg/value.py", "pkg/talks.pyc", "pkg/mod.pyc"} <= set(names)
 
 
 def test_a_source_this_python_cannot_compile_travels_without_bytecode(tmp_path):

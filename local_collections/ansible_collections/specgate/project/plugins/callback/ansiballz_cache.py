@@ -36,7 +36,7 @@ from ansible import constants as C
 from ansible.executor import module_common
 from ansible.plugins.callback import CallbackBase
 from ansible.utils.collection_loader import AnsibleCollectionConfig
-from ansible_collections.specgate.project.plugins.plugin_utils.ansiballz_bytecode import build_payloads_with_bytecode
+from ansible_collections.specgate.project.plugins.plugin_utils import ansiballz_bytecode
 from ansible_collections.specgate.project.plugins.vars.project_dir import PROJECT_DIR
 
 DOCUMENTATION = r"""
@@ -64,8 +64,8 @@ options:
 PROJECT_CACHE = Path(PROJECT_DIR) / ".cache" / "ansiballz"
 
 PREFIX = "ansiballz-"
-# In the digest: a payload cached before its bytecode was added is another directory's, never reused without it.
-PAYLOAD_FORMAT = "bytecode-1"
+# In the digest, the source of what adds the bytecode: a payload built before it changed is never reused.
+PAYLOAD_BUILDER = Path(ansiballz_bytecode.__file__)
 UNUSED_FOR_S = 7 * 24 * 3600
 
 
@@ -142,7 +142,7 @@ class CallbackModule(CallbackBase):
 
     def v2_playbook_on_start(self, playbook) -> None:
         # Both before any worker is forked: each inherits them.
-        if not build_payloads_with_bytecode(getattr(module_common, "_CachedModule", None)):
+        if not ansiballz_bytecode.build_payloads_with_bytecode(getattr(module_common, "_CachedModule", None)):
             self._display.vvv("specgate.project.ansiballz_cache: this ansible's payloads go without bytecode")
         # A module's Python reads its payload from stdin (pipelining), and with PYTHONUNBUFFERED set (CI runners and
         # container images often set it) it reads it one byte per read(): ~180k system calls for a builtin module,
@@ -156,7 +156,12 @@ class CallbackModule(CallbackBase):
             return
         key = cache_key(
             source_roots(getattr(playbook, "_basedir", None)),
-            [ansible.__version__, sys.version, str(Path(ansible.__file__).parent), PAYLOAD_FORMAT],
+            [
+                ansible.__version__,
+                sys.version,
+                str(Path(ansible.__file__).parent),
+                hashlib.sha256(PAYLOAD_BUILDER.read_bytes()).hexdigest(),
+            ],
         )
         base = Path(self.get_option("cache_dir") or PROJECT_CACHE)
         try:

@@ -8,6 +8,13 @@ all of it again: ~100-200 ms of the host's CPU per task here, more than the modu
 Python's; on any other Python zipimport falls back to the source, so a payload with bytecode runs everywhere the
 payload without it ran. The bytecode is the unchecked hash-based kind (PEP 552): it is read without comparing
 timestamps, and it cannot go stale, as it travels in the same zip as the source it was compiled from.
+
+A file that raises a deprecation keeps its source only. ansible names the owner of a deprecation raised without an
+explicit one (a module's ``module.deprecate(...)``, a deprecated core API) from the calling frame's file name, matched
+against where the payload's ``ansible`` package sits on the host: code compiled here cannot know that path (a
+random temporary directory), so from bytecode the warning would lose its owner and version ("will be removed in the
+future" instead of "from ansible-core version 2.21"). Those files (a module that deprecates, basic.py, a few of
+common/: ~150 of a builtin module's ~450 kB) are compiled on the host as before.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import dataclasses
 import importlib.util
 import io
 import marshal
+import re
 import zipfile
 
 # PEP 552's flags word: bit 0 says the .pyc is keyed by its source's hash, bit 1 (clear) that it is not checked.
@@ -33,8 +41,13 @@ def bytecode_for(source: bytes, name: str) -> bytes | None:
     return importlib.util.MAGIC_NUMBER + UNCHECKED_HASH_FLAGS + importlib.util.source_hash(source) + marshal.dumps(code)
 
 
+# A call of ansible's deprecate(), AnsibleModule.deprecate() or deprecate_value(), under any prefix ("_deprecate(").
+RAISES_A_DEPRECATION = re.compile(rb"deprecate(?:_value)?\s*\(")
+
+
 def with_bytecode(payload: bytes) -> bytes:
-    """The payload zip with a .pyc beside each .py that has none, compressed as the .py is."""
+    """The payload zip with a .pyc beside each .py that has none and raises no deprecation, compressed as the .py
+    is."""
     source_zip = zipfile.ZipFile(io.BytesIO(payload))
     names = set(source_zip.namelist())
     out = io.BytesIO()
@@ -42,7 +55,7 @@ def with_bytecode(payload: bytes) -> bytes:
         for info in source_zip.infolist():
             body = source_zip.read(info)
             target.writestr(info, body)
-            if not info.filename.endswith(".py") or f"{info.filename}c" in names:
+            if not info.filename.endswith(".py") or f"{info.filename}c" in names or RAISES_A_DEPRECATION.search(body):
                 continue
             pyc = bytecode_for(body, info.filename)
             if pyc is None:

@@ -3,7 +3,7 @@ version runs a module without compiling its sources first.
 
 A payload is a zip of the module and every module_util it imports (~60 files, ~450 kB of source for a builtin
 module); the host runs it with the zip on sys.path. zipimport never writes bytecode, so every module run compiles
-all of it again: ~100-200 ms of the host's CPU per task here, more than the module's own work for most tasks. A
+all of it again: ~65 ms of the ~170 ms of CPU a builtin module's run takes on a Debian 12 test host. A
 ``name.pyc`` beside ``name.py`` in the zip is used instead of the source when its magic number is the running
 Python's; on any other Python zipimport falls back to the source, so a payload with bytecode runs everywhere the
 payload without it ran. The bytecode is the unchecked hash-based kind (PEP 552): it is read without comparing
@@ -33,7 +33,9 @@ UNCHECKED_HASH_FLAGS = (0b01).to_bytes(4, "little")
 
 def bytecode_for(source: bytes, name: str) -> bytes | None:
     """``source`` compiled by this Python as an unchecked hash-based .pyc, or None where it does not compile here
-    (a module_util written for a newer Python than the controller's: the host compiles it, as without this)."""
+    (a module_util written for a newer Python than the controller's: the host compiles it, as without this). Its
+    frames name the file by its place in the payload (``ansible/module_utils/common/...``): only the host knows the
+    payload's own path."""
     try:
         code = compile(source, name, "exec", dont_inherit=True)
     except (SyntaxError, ValueError):

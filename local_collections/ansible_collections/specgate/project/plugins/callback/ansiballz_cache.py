@@ -64,8 +64,8 @@ options:
 PROJECT_CACHE = Path(PROJECT_DIR) / ".cache" / "ansiballz"
 
 PREFIX = "ansiballz-"
-# In the digest, the source of what adds the bytecode: a payload built before it changed is never reused.
-PAYLOAD_BUILDER = Path(ansiballz_bytecode.__file__)
+# A source root like the modules': a payload built before what adds its bytecode changed is never reused.
+PAYLOAD_BUILDER_DIR = Path(ansiballz_bytecode.__file__).parent
 UNUSED_FOR_S = 7 * 24 * 3600
 
 
@@ -155,13 +155,8 @@ class CallbackModule(CallbackBase):
         if run_cache.exists():
             return
         key = cache_key(
-            source_roots(getattr(playbook, "_basedir", None)),
-            [
-                ansible.__version__,
-                sys.version,
-                str(Path(ansible.__file__).parent),
-                hashlib.sha256(PAYLOAD_BUILDER.read_bytes()).hexdigest(),
-            ],
+            [*source_roots(getattr(playbook, "_basedir", None)), PAYLOAD_BUILDER_DIR],
+            [ansible.__version__, sys.version, str(Path(ansible.__file__).parent)],
         )
         base = Path(self.get_option("cache_dir") or PROJECT_CACHE)
         try:

@@ -48,16 +48,14 @@ RAISES_A_DEPRECATION = re.compile(rb"deprecate(?:_value)?\s*\(")
 
 
 def with_bytecode(payload: bytes) -> bytes:
-    """The payload zip with a .pyc beside each .py that has none and raises no deprecation, compressed as the .py
-    is."""
+    """The payload zip with a .pyc beside each .py that raises no deprecation, compressed as the .py is."""
     source_zip = zipfile.ZipFile(io.BytesIO(payload))
-    names = set(source_zip.namelist())
     out = io.BytesIO()
     with zipfile.ZipFile(out, mode="w") as target:
         for info in source_zip.infolist():
             body = source_zip.read(info)
             target.writestr(info, body)
-            if not info.filename.endswith(".py") or f"{info.filename}c" in names or RAISES_A_DEPRECATION.search(body):
+            if not info.filename.endswith(".py") or RAISES_A_DEPRECATION.search(body):
                 continue
             pyc = bytecode_for(body, info.filename)
             if pyc is None:
